@@ -239,7 +239,7 @@ def _listed(names: Sequence[str]) -> str:
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
-def _calls(names: Sequence[str]) -> str:
+def calls_words(names: Sequence[str]) -> str:
     """``1 tool call (write_file)``, ``2 tool calls (read_file and bash)``."""
     return f"{len(names)} tool call{'' if len(names) == 1 else 's'} ({_listed(names)})"
 
@@ -258,10 +258,12 @@ def host_stopped_words(left: _TurnLeft | None, plan: str) -> str:
         )
     if not left.begun:
         return f"it had not begun its run, so nothing of it ran: you can run it again ({recorded})"
-    done = f"it had finished {_calls(left.finished)}" if left.finished else ""
+    done = f"it had finished {calls_words(left.finished)}" if left.finished else ""
     look = "look before you run it again"
     if left.running:
-        said = f"{_calls(left.running)} had started with no outcome recorded and may have done "
+        said = (
+            f"{calls_words(left.running)} had started with no outcome recorded and may have done "
+        )
         said += f"part of its work{'; ' + done if done else ''}"
     elif done:
         said = f"no tool call of it was running: {done}"

@@ -241,7 +241,11 @@ def run(args: argparse.Namespace) -> int:
                 cancel,
             )
         except LedgerError as error:
-            raise CliError(error.code, error.message, EXIT_ERROR) from None
+            raise CliError(
+                error.code,
+                error.message + left_running(transcript, session.session_id),
+                EXIT_ERROR,
+            ) from None
         return turn_ended(
             result.status,
             result.failure_class,
@@ -249,6 +253,22 @@ def run(args: argparse.Namespace) -> int:
             result.message,
             session.session_id,
         )
+
+
+def left_running(transcript: Any, session_id: str) -> str:
+    """A turn stopped by its store (the database went away, the disk filled, the lease was
+    lost): the calls it had started with no outcome recorded, which may have done part of
+    their work, said as a terminal says it when its host stops; "" when none had."""
+    from app.commands.host_turn import calls_words
+
+    running = transcript.started_without_outcome()
+    if not running:
+        return ""
+    return (
+        f". {calls_words(running)} had started with no outcome recorded and may have done "
+        f"part of its work: look before you run it again ({maka_command(f'plan {session_id}')} "
+        "says what was recorded once the database answers)"
+    )
 
 
 def turn_ended(

@@ -43,6 +43,9 @@ class TerminalTranscript:
         self._show_user = show_user
         self._held = ""
         self._subjects: dict[str, str] = {}  # calls by what they did (``call_subjects``)
+        # The calls whose dispatch this turn committed and whose result it has not: what may
+        # have done part of its work when the turn stops without a word from the store.
+        self._dispatched: dict[str, str] = {}
         # Told once when the reader of ``out`` went away (``maka run ... | head``): the command
         # cancels its turn, so the run ends ``cancelled`` instead of being left running.
         self.on_reader_gone: Callable[[], None] | None = None
@@ -147,10 +150,20 @@ class TerminalTranscript:
                 + (f" ({visible(said)})" if said else "")
             )
 
+    def started_without_outcome(self) -> list[str]:
+        """The tools of the calls dispatched in this transcript with no result committed yet."""
+        with self._lock:
+            return list(self._dispatched.values())
+
     def _committed(self, event: RuntimeEvent) -> None:
         content = event.get("content")
         actions = event.get("actions") or {}
         self._checkpoint_notes(actions)
+        dispatch = actions.get("toolDispatch")
+        if dispatch is not None:
+            self._dispatched[str(dispatch["providerToolCallId"])] = str(dispatch["toolName"])
+        if content is not None and content["kind"] == "function_response":
+            self._dispatched.pop(str(content["id"]), None)
         if content is not None and content["kind"] == "text" and event["role"] == "model":
             if self._mid_line:
                 self._write("\n")
