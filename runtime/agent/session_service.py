@@ -58,7 +58,7 @@ from runtime.tools.process_identity import TableProcessRecorder
 from runtime.tools.process_tree import BackgroundShellRegistry
 from runtime.tools.tool_catalog import ToolCatalog, default_catalog
 from runtime.tools.tool_contract import ProcessRecorder, ToolContext
-from runtime.tools.workspace_paths import kept_out
+from runtime.tools.workspace_paths import git_directory_around, kept_out
 
 
 class SessionError(LedgerError):
@@ -179,6 +179,15 @@ class SessionService:
                 HostCode.INVALID_CWD,
                 f"{cwd} is Maka's data folder {data_dir}, or inside it: a session works in a "
                 "folder of your own; choose another",
+            )
+        git_dir = git_directory_around(folder)
+        if git_dir is not None:
+            # The user's Git directory is never written: not Maka's marker, not the agent's files.
+            raise SessionError(
+                HostCode.INVALID_CWD,
+                f"{cwd} is a Git directory ({git_dir}: a repository's .git or a bare repository), "
+                "or inside one: a session works in the repository's files; choose the folder "
+                "that holds .git",
             )
         if self._workspace_identity is not None:
             # The folder's workspace marker first (its first turn needs it): a folder where it

@@ -46,6 +46,22 @@ def kept_out(real: str) -> str | None:
     return None
 
 
+def git_directory_around(folder: str | os.PathLike[str]) -> Path | None:
+    """The Git directory ``folder`` (a real path) is, or is inside: a repository's ``.git``, a
+    bare repository, or a part of either (``objects``, ``hooks``...), else None. A session there
+    would write Maka's marker and the agent's files among Git's own, and snapshot them."""
+    for candidate in (Path(folder), *Path(folder).parents):
+        if candidate.name.casefold() == ".git":
+            return candidate
+        if (
+            (candidate / "HEAD").is_file()
+            and (candidate / "objects").is_dir()
+            and (candidate / "refs").is_dir()
+        ):
+            return candidate
+    return None
+
+
 def is_protected(relative: str) -> bool:
     """Whether the workspace-relative POSIX path ``relative`` is the app's own: ``.maka`` at the
     top, anything in it, or the legacy marker (compared case-insensitively, so a folder on a

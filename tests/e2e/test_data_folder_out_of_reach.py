@@ -75,3 +75,25 @@ def test_a_session_is_not_made_in_the_data_folder(tmp_path: Path) -> None:
         assert "Traceback" not in refused.stderr
     assert committed_runs(data) == []
     assert json.loads(maka(["sessions", "--json"], data).stdout)["sessions"] == []
+
+
+def test_a_session_is_not_made_in_a_git_directory(tmp_path: Path) -> None:
+    """``maka run --cwd REPO/.git`` (or a bare repository, or a folder inside either) wrote
+    Maka's marker into the user's Git directory and snapshotted Git's own files."""
+    import subprocess
+
+    repo, bare = tmp_path / "repo", tmp_path / "bare.git"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    before = {p: p.stat().st_mtime_ns for p in (repo / ".git").rglob("*")}
+    data = tmp_path / "data"
+    script = write_script(tmp_path / "script.json", [[{"text": "hi"}]])
+    for cwd in (repo / ".git", repo / ".git" / "objects", bare, bare / "refs"):
+        refused = maka(["run", "--cwd", str(cwd), "hello"], data, env=scripted_env(script))
+        assert refused.returncode == 2, (cwd, refused.returncode, refused.stderr)
+        assert "[invalid_cwd]" in refused.stderr and "Git directory" in refused.stderr
+    assert not (repo / ".git" / ".maka").exists() and not (bare / ".maka").exists()
+    assert {p: p.stat().st_mtime_ns for p in (repo / ".git").rglob("*")} == before
+    # The repository's own folder is a session's as ever.
+    work = maka(["run", "--cwd", str(repo), "hello"], data, env=scripted_env(script))
+    assert work.returncode == 0, work.stderr
