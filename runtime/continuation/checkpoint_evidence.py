@@ -30,7 +30,7 @@ from runtime.ledger.command_words import maka_command
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, StoredEvent
-from runtime.ledger.workspace_facts import boundary_checkpoint
+from runtime.ledger.workspace_facts import FOLDER_HOLDS_CODES, boundary_checkpoint
 from runtime.recovery.file_observation import observe_in_folder
 
 
@@ -62,7 +62,8 @@ def checkpoint_evidence(
     workspace = str(checkpoint["workspaceIdentity"])
     tree_id = str(checkpoint["treeId"])
     tree = observation.workspace_tree
-    if tree is not None and tree.tree_id is None:
+    holds = tree is not None and tree.tree_id is None and tree.code in FOLDER_HOLDS_CODES
+    if tree is not None and tree.tree_id is None and not holds:
         # The store is there but Git could not run (no git on PATH any more, a Git error): the
         # snapshot cannot be looked up either, which does not make it missing.
         problem = tree.problem or "the folder could not be captured"
@@ -100,6 +101,15 @@ def checkpoint_evidence(
         # The identity gate parks (a marker deleted and made anew, another folder): the folder
         # has no store of its own to capture it with, which is no failure to say beside it.
         return CheckpointEvidence(True, compared=False)
+    if tree is not None and holds:
+        # Refused for what the folder holds now (a repository made inside it while Maka was
+        # stopped): a change since the snapshot, whose files cannot be listed. Both ways
+        # forward stay: the rebaseline (going on without a snapshot until that is removed) and
+        # a restored copy of the snapshot, which is whole.
+        problem = tree.problem or str(tree.code)
+        return CheckpointEvidence(
+            True, folder_holds=(str(tree.code), problem.removeprefix(f"{tree.code}: "))
+        )
     if tree is None or tree.tree_id is None:
         return CheckpointEvidence(True, problem="the folder could not be captured")
     try:

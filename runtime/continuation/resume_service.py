@@ -324,7 +324,11 @@ class ResumeService:
             left.append(
                 PlanDiagnostic(
                     DiagnosticCode.WORKSPACE_REBASELINE_UNCOMPARED.value,
-                    "there is no snapshot to compare the current files with"
+                    (
+                        "the current files cannot be compared with the snapshot"
+                        if call.rebaseline_uncaptured is not None
+                        else "there is no snapshot to compare the current files with"
+                    )
                     + (f" (the last one is not whole: {damage})" if damage else "")
                     + ": continuing with them tells the model that files may have changed, not "
                     "which",

@@ -85,6 +85,10 @@ class CheckpointEvidence:
     # Paths of ``changes`` listed as deleted that are still in the folder: snapshots leave them
     # out now (an ignore rule came in, or the file grew over the size limit).
     left_out: tuple[str, ...] = ()
+    # The folder now holds what no snapshot can take (a repository made inside it, say: the
+    # capture's code and message): it changed since the snapshot, but which files cannot be
+    # said. A drift all the same, with both ways forward.
+    folder_holds: tuple[str, str] | None = None
 
 
 def _why_gone(evidence: CheckpointEvidence | None) -> str:
@@ -239,6 +243,18 @@ def workspace_gate(  # noqa: C901
         ]
     if not evidence.compared:
         return []
+    if evidence.folder_holds is not None:
+        reason = ParkReason.WORKSPACE_DRIFT
+        code, why = evidence.folder_holds
+        return [
+            GateFinding(
+                reason,
+                reason.value,
+                f"the folder changed since the snapshot {taken}: it now holds what no snapshot "
+                f"can take ({why}), so which files changed cannot be said",
+                {"checkpointRef": ref, **based, "reasonCode": code},
+            )
+        ]
     rolled = () if inherited else boundary.rolled
     if inherited and basis is not None and basis.files:
         parent = [g for g in generations if g and g[0]["runId"] == basis.run_id]

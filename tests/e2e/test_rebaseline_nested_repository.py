@@ -123,3 +123,65 @@ def test_a_rebaseline_goes_on_when_the_folder_holds_a_nested_repository(tmp_path
     assert imported.returncode == 0, imported.stdout + imported.stderr
     again = maka(["timeline", session], tmp_path / "other", env=env)
     assert "continued with the current files, not snapshotted" in again.stdout
+
+
+@pytest.mark.parametrize("way", ["restore", "rebaseline"])
+def test_a_repository_made_inside_the_folder_while_maka_was_stopped_keeps_both_ways_forward(
+    tmp_path: Path, way: str
+) -> None:
+    """The user makes a repository inside the folder after a clean stop (the snapshot at the
+    stop is whole and current): the plan parked with ``safety_observation_unavailable`` and
+    offered neither the rebaseline nor a restored copy; no way forward was accepted. It is now
+    a drift whose files cannot be listed, with both ways forward."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("one\n")
+    user_git(work, "init", "-q")
+    user_git(work, "add", ".")
+    user_git(work, "commit", "-q", "-m", "start")
+    write = {"id": "w1", "name": "write_file", "args": {"path": "notes.md", "content": "hi\n"}}
+    script = write_script(
+        tmp_path / "script.json",
+        [[{"text": "Writing.", "toolCalls": [write]}, {"text": "Done."}], [{"text": "Again."}]],
+    )
+    env = {**scripted_env(script, checkpoints=True), **FLAG}
+    crashed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write notes"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P6"},
+    )
+    assert crashed.returncode == -9, crashed.stderr
+    session = committed_runs(data)[0][0].session_id
+    before = json.loads(maka(["plan", session, "--json"], data, env=env).stdout)
+    assert before["disposition"] == "continue", before
+    (work / "vendor").mkdir()
+    user_git(work / "vendor", "init", "-q")  # the user's own repository, made while stopped
+
+    planned = json.loads(maka(["plan", session, "--json"], data, env=env).stdout)
+    assert planned["rejectionReasons"] == ["workspace_drift"], planned
+    assert planned["workspaceOptions"] == ["isolated_restore", "rebaseline"], planned
+    [drift] = [d for d in planned["diagnostics"] if d["code"] == "workspace_drift"]
+    assert "vendor is a nested repository" in drift["message"], drift
+    assert drift["detail"]["reasonCode"] == "checkpoint_nested_repository"
+    assert "workspace_rebaseline_uncaptured" in _codes(planned)
+    [uncompared] = [
+        d for d in planned["diagnostics"] if d["code"] == "workspace_rebaseline_uncompared"
+    ]
+    assert uncompared["message"].startswith("the current files cannot be compared"), uncompared
+
+    if way == "rebaseline":
+        args = ["resume", session, "--rebaseline", "--permission-mode", "auto"]
+        continued = maka(args, data, env=env)
+        assert continued.returncode == 0, continued.stdout + continued.stderr
+        assert "could not be snapshotted (vendor is a nested repository)" in continued.stdout
+        assert (work / "notes.md").read_text() == "hi\n" and (work / "vendor" / ".git").is_dir()
+        return
+    copy = tmp_path / "copy"
+    restored = maka(
+        ["resume", session, "--restore-to", str(copy), "--permission-mode", "auto"], data, env=env
+    )
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    # The snapshot before the write, as the restore point says (the model is told so).
+    assert planned["restorePoint"]["kind"] == "before_later_calls", planned
+    assert (copy / "a.txt").read_text() == "one\n" and not (copy / "vendor").exists()
+    assert (work / "vendor" / ".git").is_dir()  # the user's folder is left as it is
