@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gui
 TWINS = tuple(
     bc.SessionSummary(
         session_id=f"s{n}",
-        cwd=f"/home/me/work/{folder}",
+        cwd=f"/home/me/projects/{folder}",
         title="count the lines",
         last_run_status=bc.RunStatusValue.FAILED,
         interrupted=True,
