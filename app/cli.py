@@ -270,10 +270,14 @@ def _shortened_words(message: str) -> str:
 def _refused(code: str, message: str, exit_code: int, *, as_json: bool) -> int:
     """Report a refused command: ``maka: error [code]: message`` on stderr and, with
     ``--json``, the same refusal as the one JSON document on stdout; same exit code."""
-    sys.stdout.flush()
     message = _shortened_words(message)
-    if as_json:
-        print_json_error(code, message)
+    try:
+        sys.stdout.flush()
+        if as_json:
+            print_json_error(code, message)
+            sys.stdout.flush()
+    except BrokenPipeError:  # nobody reads the document (`... --json | true`): stderr still says
+        _silence_stdout()
     if code == "interrupted":  # HostCode.INTERRUPTED, without loading the codes
         print("maka: interrupted", file=sys.stderr)
     else:

@@ -610,6 +610,40 @@ def test_a_reader_that_went_away_ends_the_command_quietly(
     assert result.returncode == 141, (result.returncode, err)
 
 
+@pytest.mark.parametrize(
+    ("args", "code", "exit_code"),
+    [
+        (("plan", "nosuch", "--json"), "session_not_found", 2),
+        (("ledger", "plan", "NOWHERE", "--json"), "ledger_file_unreadable", 2),
+    ],
+)
+def test_a_refusal_whose_json_nobody_reads_still_says_its_code(
+    tmp_path: Path, args: tuple[str, ...], code: str, exit_code: int
+) -> None:
+    """``maka plan NOPE --json | true``: the refusal's JSON document met a closed pipe and the
+    command printed a BrokenPipeError traceback, exit 1, without its coded line on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {key: value for key, value in os.environ.items() if key != "MAKA_FAILPOINT"}
+    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
+    nowhere = str(tmp_path / "nowhere.jsonl")
+    try:
+        result = subprocess.run(
+            [*maka_executable(), *(nowhere if a == "NOWHERE" else a for a in args)],
+            env=env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    err = result.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert f"maka: error [{code}]: " in err, err
+    assert result.returncode == exit_code, (result.returncode, err)
+
+
 def test_an_unknown_session_in_a_new_data_folder_creates_nothing(tmp_path: Path) -> None:
     """``maka run --session NOPE``, ``maka resume NOPE`` and ``maka tui --session NOPE`` on a
     data folder with no database yet are refused with ``session_not_found`` and leave no
