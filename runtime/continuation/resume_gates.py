@@ -77,6 +77,11 @@ def feature_enabled(run: LatestRun) -> ContinuationPlan | None:
     setting: otherwise its unended run reads as a turn still running."""
     if run.enabled:
         return None
+    nothing = _nothing_to_resume(run)
+    if nothing is not None:
+        # Whatever the setting: turning Safe resume on would not help a session whose latest
+        # run finished normally (or was resumed already), and saying so sent the user to do it.
+        return nothing
     holder = other_lease_holder(run.store, run.session_id)
     if holder is not None and holder_gone_here(holder):
         try:
@@ -89,6 +94,23 @@ def feature_enabled(run: LatestRun) -> ContinuationPlan | None:
     return park(
         run.session_id, None, ParkReason.RESUME_FEATURE_DISABLED, "Safe resume is turned off"
     )
+
+
+def _nothing_to_resume(run: LatestRun) -> ContinuationPlan | None:
+    """The park of a session with nothing to resume (no run; the latest finished normally, or
+    is the finished continuation of the last interruption), else None (also when the runs
+    cannot be read: the gates after say why)."""
+    try:
+        runs = list(run.store.list_session_runs(run.session_id))
+    except LedgerError:
+        return None
+    latest = newest_run(runs)
+    if latest is None:
+        return park(run.session_id, None, ParkReason.RESUME_CANDIDATE_MISSING, "nothing to resume")
+    if latest.status not in TERMINAL_RUN_STATUSES:
+        return None
+    run.runs, run.latest = runs, latest
+    return latest_interrupted(run)
 
 
 def inspector_available(run: LatestRun) -> ContinuationPlan | None:

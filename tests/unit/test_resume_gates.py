@@ -122,7 +122,24 @@ def _code(plan: ContinuationPlan | None) -> str | None:
 
 @pytest.mark.parametrize(("enabled", "code"), [(True, None), (False, "resume_feature_disabled")])
 def test_feature_enabled(enabled: bool, code: str | None) -> None:
-    assert _code(feature_enabled(_run(enabled=enabled))) == code
+    interrupted = _Store(runs=[_header()])
+    assert _code(feature_enabled(_run(interrupted, enabled=enabled))) == code
+
+
+@pytest.mark.parametrize(
+    ("runs", "code"),
+    [
+        ((), "resume_candidate_missing"),
+        ((_header(status=RunStatus.COMPLETED),), "resume_candidate_missing"),
+        ((_header(status=RunStatus.RUNNING),), "resume_feature_disabled"),
+    ],
+)
+def test_safe_resume_off_says_so_only_where_there_is_something_to_resume(
+    runs: tuple[RunHeader, ...], code: str
+) -> None:
+    """Off, a session whose latest run finished normally (or with no run) parks as having
+    nothing to resume: the advice to turn Safe resume on would not help it."""
+    assert _code(feature_enabled(_run(_Store(runs=runs), enabled=False))) == code
 
 
 @pytest.mark.parametrize(
@@ -289,7 +306,7 @@ def test_the_first_refusing_gate_decides_and_nothing_after_it_reads() -> None:
     store = _Store(runs=[_header()], header=_header())
     inspector = _Inspector()
     assert _code(first_park(_run(store, inspector, enabled=False))) == "resume_feature_disabled"
-    assert store.reads == [] and inspector.asked == []
+    assert store.reads == ["runs"] and inspector.asked == []  # (is there anything to resume?)
     missing = _Store(runs=[_header()], header=None)
     assert _code(first_park(_run(missing, inspector))) == "source_run_unreadable"
     assert missing.reads == ["runs", "header run-1"] and inspector.asked == []
@@ -304,7 +321,7 @@ def test_first_park_stops_at_the_first_refusal() -> None:
     def gate(name: str, parks: bool) -> PlanGate:
         def check(run: LatestRun) -> ContinuationPlan | None:
             called.append(name)
-            return feature_enabled(_run(enabled=False)) if parks else None
+            return feature_enabled(_run(_Store(runs=[_header()]), enabled=False)) if parks else None
 
         return check
 
