@@ -164,7 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         break
     module = _load(command)
     parser = UsageParser(prog=f"maka {command}", description=COMMANDS[command][1])
-    parser.add_argument("--data-dir", help="data directory (default: MAKA_DATA_DIR or per-user)")
+    parser.add_argument(
+        "--data-dir",
+        help="data directory (default: MAKA_DATA_DIR or per-user)"
+        if command != "ledger"
+        else "not read: the ledger tools work on the file they are given",
+    )
     module.add_arguments(parser)
     _json_errors(parser, "--json" in args_list)
     args = parser.parse_args(args_list)
