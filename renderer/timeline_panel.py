@@ -256,6 +256,10 @@ class TimelinePanel(QWidget):
         self.model.modelReset.connect(self._size_columns)
         self.tree.viewport().installEventFilter(self)
         self.tree.selectionModel().currentChanged.connect(self._on_current)
+        # A row made current before its page arrived (Ctrl+End, End, a scrollbar drag) shows
+        # nothing yet: it is shown once its page fills it.
+        self._current_unloaded = False
+        self.model.dataChanged.connect(self._on_rows_filled)
         self.detail = QPlainTextEdit()
         self.detail.setReadOnly(True)
         self.detail.setFont(theme.monospace_font())
@@ -900,8 +904,20 @@ class TimelinePanel(QWidget):
         self.row_shown.emit(run_id, seq)
         return True
 
+    def _on_rows_filled(self, first: QModelIndex, last: QModelIndex, *_roles: object) -> None:
+        """A page arrived: the current row it filled is shown now (it was shown as nothing)."""
+        current = self.tree.currentIndex()
+        if (
+            self._current_unloaded
+            and current.isValid()
+            and not current.parent().isValid()
+            and first.row() <= current.row() <= last.row()
+        ):
+            self._on_current(current, QModelIndex())
+
     def _on_current(self, current: QModelIndex, _previous: QModelIndex) -> None:
         node = self.model.node(current)
+        self._current_unloaded = node is None and current.isValid()
         if self._target_quiet and node is not None and self._current_place() != self._target:
             self._target, self._target_quiet = None, False  # the user chose another row
         self._json = ""

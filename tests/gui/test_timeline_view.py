@@ -574,3 +574,31 @@ def test_the_timeline_is_usable_at_the_minimum_window_size_under_a_banner(qtbot:
     window.resize(1180, 760)
     qtbot.waitUntil(lambda: not banner.compact, timeout=3000)
     assert tree.columnWidth(3) > tree.fontMetrics().horizontalAdvance("2025-12-02 04:33:15")
+
+
+def test_a_row_made_current_before_its_page_arrived_is_shown_when_it_does(
+    qtbot: QtBot,
+) -> None:
+    """Ctrl+End onto rows not loaded yet: the last row was current, but the detail said
+    nothing was selected (and "Continue from here…" stayed off) after its page came."""
+    timeline = long_session(1300)
+    bridge = ServingBridge({"sess-1": timeline})
+    panel = _panel(qtbot, bridge)
+    panel.show()
+    panel.open("sess-1")
+    bridge.serve()
+    model = panel.model
+    last = model.rowCount(ROOT) - 1
+    assert model.node(model.index(last, 0)) is None  # not here yet
+    panel.tree.setFocus()
+    panel.tree.setCurrentIndex(model.index(1, 0))
+    QTest.keyClick(panel.tree, Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
+    assert panel.tree.currentIndex().row() == last
+    seq = timeline.runs[0].rows[-1].seq
+
+    def shown() -> bool:
+        bridge.serve()  # the pages and the event, as the main process answers them
+        return f"#{seq} of run" in panel.detail.toPlainText()
+
+    qtbot.waitUntil(shown, timeout=10_000)
+    assert bridge.calls_to("timeline_event"), "the current row's saved event was asked for"
