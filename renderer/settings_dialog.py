@@ -144,12 +144,18 @@ class SettingsDialog(QDialog):
         )
         self.wait_problem.setWordWrap(True)
         self.wait_problem.setObjectName("WaitProblem")
+        # Save is off until the endpoint names a server and a model: say which is missing (the
+        # boxes' grey examples read as values already there).
+        self.endpoint_missing = QLabel()
+        self.endpoint_missing.setWordWrap(True)
+        self.endpoint_missing.setObjectName("EndpointMissing")
         endpoint_box = QVBoxLayout()
         endpoint_box.setContentsMargins(0, 0, 0, 0)
         endpoint_box.addWidget(self.endpoint)
         notes = QVBoxLayout()
         notes.setContentsMargins(24, 0, 0, 0)
         notes.addWidget(self.wait_problem)
+        notes.addWidget(self.endpoint_missing)
         notes.addWidget(self.endpoint_note)
         endpoint_box.addLayout(notes)
         layout.addLayout(endpoint_box)
@@ -602,9 +608,21 @@ class SettingsDialog(QDialog):
         self.endpoint_note.setEnabled(openai)
         waits_agree = self.tuning() is not None
         self.wait_problem.setVisible(not waits_agree)
-        ready = not openai or bool(
-            self.base_url_edit.text().strip() and self.model_edit.text().strip() and waits_agree
+        missing = [
+            name
+            for name, box in (
+                (_tr("a base URL"), self.base_url_edit),
+                (_tr("a model"), self.model_edit),
+            )
+            if not box.text().strip()
+        ]
+        self.endpoint_missing.setText(
+            _tr("Enter {what} to save: the grey text in a box is only an example.").replace(
+                "{what}", _tr(" and ").join(missing)
+            )
         )
+        self.endpoint_missing.setVisible(openai and bool(missing))
+        ready = not openai or (not missing and waits_agree)
         save = self.buttons.button(QDialogButtonBox.StandardButton.Save)
         save.setEnabled(ready)
         self.safe_resume_box.setEnabled(not self._from_environment)

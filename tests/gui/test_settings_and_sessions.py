@@ -62,9 +62,13 @@ def test_openai_compatible_needs_url_and_model_and_key_is_write_only(qtbot: QtBo
     dialog.openai_radio.setChecked(True)
     save = dialog.buttons.button(QDialogButtonBox.StandardButton.Save)
     assert dialog.endpoint.isEnabled() and not save.isEnabled()
+    # Save is off, and the dialog says why: the grey "llama3.1" was only an example.
+    missing = dialog.endpoint_missing
+    assert missing.isVisible() and "a base URL and a model" in missing.text(), missing.text()
     dialog.base_url_edit.setText(" http://localhost:11434/v1 ")
+    assert not save.isEnabled() and missing.text().startswith("Enter a model to save")
     dialog.model_edit.setText("llama3.1")
-    assert save.isEnabled()
+    assert save.isEnabled() and not missing.isVisible()
     _save(dialog)
     assert bridge.calls_to("update_settings") == [
         (
