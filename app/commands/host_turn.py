@@ -183,6 +183,7 @@ class _TurnLeft(NamedTuple):
     finished: tuple[str, ...]  # an outcome recorded
     running: tuple[str, ...]  # dispatched, no outcome: it may have done part of its work
     unstarted: tuple[str, ...]  # asked for (a permission question, say), never dispatched
+    stopped: tuple[str, ...] = ()  # its result recorded that it was stopped part way
 
 
 def _turn_left(data_dir: str | None, session_id: str, sent_at: int) -> _TurnLeft | None:
@@ -193,6 +194,7 @@ def _turn_left(data_dir: str | None, session_id: str, sent_at: int) -> _TurnLeft
     from runtime.ledger.codes import ResolverStatus
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES
+    from runtime.ledger.timeline_events import stop_of
     from runtime.recovery.recovery_resolver import resolve_operations
     from storage.ledger.ledger_store import open_store
 
@@ -213,10 +215,20 @@ def _turn_left(data_dir: str | None, session_id: str, sent_at: int) -> _TurnLeft
     # As recovery classifies them, from the committed facts: a call proven not dispatched
     # never ran; one whose outcome is not proven (indeterminate, parked) may have done part
     # of its work.
-    by_state: dict[str, list[str]] = {"finished": [], "running": [], "unstarted": []}
-    for decision, _scanned in operations:
+    # A call whose recorded result says it was stopped part way (the host's shutdown or the
+    # turn's cancel ended its command) is no finished call: it is said as maka plan says it.
+    by_state: dict[str, list[str]] = {
+        "finished": [],
+        "running": [],
+        "unstarted": [],
+        "stopped": [],
+    }
+    for decision, scanned in operations:
+        response = scanned.response_event.get("content") if scanned.response_event else None
+        result = response.get("result") if isinstance(response, dict) else None
+        stopped = isinstance(response, dict) and response.get("isError") and stop_of(result)
         state = (
-            "finished"
+            ("stopped" if stopped else "finished")
             if decision.status is ResolverStatus.COMPLETED
             else "unstarted"
             if decision.status is ResolverStatus.DEFINITELY_NOT_DISPATCHED
@@ -229,6 +241,7 @@ def _turn_left(data_dir: str | None, session_id: str, sent_at: int) -> _TurnLeft
         tuple(by_state["finished"]),
         tuple(by_state["running"]),
         tuple(by_state["unstarted"]),
+        tuple(by_state["stopped"]),
     )
 
 
@@ -265,6 +278,10 @@ def host_stopped_words(left: _TurnLeft | None, plan: str) -> str:
             f"{calls_words(left.running)} had started with no outcome recorded and may have done "
         )
         said += f"part of its work{'; ' + done if done else ''}"
+    elif left.stopped:
+        verb = "was" if len(left.stopped) == 1 else "were"
+        said = f"{calls_words(left.stopped)} {verb} stopped part way (its result says so)"
+        said += f"{'; ' + done if done else ''}"
     elif done:
         said = f"no tool call of it was running: {done}"
     else:

@@ -663,3 +663,36 @@ def test_a_turn_stopped_from_the_window_tells_its_terminal_where(
     assert "[stop] the turn was stopped in the desktop window" in said, driver.text()
     [(header, _)] = committed_runs(data)
     assert header.status is RunStatus.CANCELLED
+
+
+def test_a_host_shut_down_mid_command_says_the_command_was_stopped(
+    tmp_path: Path, clients: list[Streaming]
+) -> None:
+    """SIGTERM of the host (Ctrl+C in ``maka host``) while its terminal's command sleeps: the
+    host stops the command and records that; the terminal said "no tool call of it was
+    running: it had finished 1 tool call (bash)", while maka plan said it was stopped."""
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    script = write_script(
+        tmp_path / "script.json", [[{"toolCalls": [_sleeping(20)]}, {"text": "never"}]]
+    )
+    env = scripted_env(script)
+    host = _host(data, env)
+    try:
+        driver = Streaming(
+            ["run", "--cwd", str(work), "--permission-mode", "auto", "go"], data, env
+        )
+        clients.append(driver)
+        session = driver.session()
+        driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
+        time.sleep(1)  # the command is running
+        assert host.terminate() == 0, host.stderr()[-2000:]
+        assert driver.finish() == 1, driver.text()
+    finally:
+        host.stop()
+    said = " ".join("".join(driver.err).split())
+    assert "[host_stopped]" in said, said
+    assert "no tool call of it was running" not in said and "it had finished" not in said, said
+    assert "1 tool call (bash) was stopped part way (its result says so)" in said, said
+    assert f"(maka plan {session} says what was recorded" in said, said

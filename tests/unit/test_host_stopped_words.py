@@ -59,3 +59,17 @@ def test_a_run_older_than_the_request_is_not_this_turn() -> None:
 def test_an_unreadable_ledger_says_what_may_be() -> None:
     said = host_stopped_words(None, PLAN)
     assert said.startswith("so it may have done part of its work: look before you run it again")
+
+
+def test_a_call_its_result_says_was_stopped_is_not_called_finished() -> None:
+    """A host shut down (SIGTERM, Ctrl+C) stops the command it runs and records that result:
+    the terminal said "no tool call of it was running: it had finished 1 tool call (bash)"
+    while maka plan and maka timeline said it was stopped."""
+    left = _TurnLeft(True, True, ("read_file",), (), (), ("bash",))
+    said = host_stopped_words(left, PLAN)
+    assert said == (
+        "1 tool call (bash) was stopped part way (its result says so); it had finished 1 tool "
+        "call (read_file): look before you run it again (maka plan S says what was recorded)"
+    )
+    two = host_stopped_words(_TurnLeft(True, True, (), (), (), ("bash", "bash")), PLAN)
+    assert two.startswith("2 tool calls (bash and bash) were stopped part way"), two
