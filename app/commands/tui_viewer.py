@@ -296,6 +296,11 @@ class TuiViewer:
     def _ended(self, status: str, failure_class: str | None) -> None:
         why = f" ({failure_class})" if failure_class else ""
         who = self._driver or "another client"
+        if self._open is not None:
+            # Its question closed unanswered with the turn: a y or n typed for it soon after is
+            # a late answer, never a message (the model would read a stray "yes" as the user's).
+            self._closed_at = time.monotonic()
+            self._closed_words = f"closed unanswered: the turn ended {status}"
         self._open = None
         self._say(f"[viewing] the turn driven by {who} ended {status}{why}", prompt=True)
         self._driver = None

@@ -128,3 +128,26 @@ def test_a_call_waiting_for_permission_is_not_said_to_run() -> None:
     text = out.getvalue()
     assert text.count("[tool] bash rm -r build  (waiting for permission)\n") == 1, text
     assert text.index("(waiting for permission)") < text.index("[tool] bash rm -r build  (running)")
+
+
+def test_a_y_typed_after_the_viewed_turn_ended_at_its_question_is_no_message() -> None:
+    """The driver cancelled its turn while the question was open here (no ``permission.closed``
+    comes: nobody answered): the ``y`` typed a moment later was sent as the user's message,
+    which a model reads as a yes."""
+    viewer, host, out = _viewer()
+    viewer.prompt()
+    asked = bc.PermissionRequestedPush(
+        session_id="s1", request_id="p1", tool_name="bash", summary="run: echo six >> log.txt"
+    )
+    assert viewer.take(asked)
+    ended = bc.RunStatusPush(
+        session_id="s1",
+        run_id="r1",
+        status=bc.RunStatusValue.CANCELLED,
+        failure_class="cancelled_by_user",
+    )
+    assert viewer.take(ended)
+    assert viewer.line_read("y\n"), "a late answer, not a message"
+    assert "closed unanswered: the turn ended cancelled; nothing sent" in out.getvalue()
+    assert len(host.sent) == 1  # the watch only: no answer, no message
+    assert not viewer.line_read("list the files\n")
