@@ -236,11 +236,13 @@ class TuiViewer:
             self._say(f"{self._driver or 'another client'}> {visible(item.text)}")
         elif isinstance(item, ToolCardItem):
             # A call the model asked for is "running" from then on, though it has not started
-            # while its permission question waits (``awaiting_permission``): said as such.
+            # before it is dispatched (``awaiting_permission``: committed, not dispatched): said
+            # as not started yet; a question for it, if its mode asks one, follows on its own
+            # (a turn that allows every tool asks none, and "waiting for permission" was untrue).
             from app.host.transcript_items import AWAITING_PERMISSION
 
             waiting = item.park_reason == AWAITING_PERMISSION
-            status = "waiting for permission" if waiting else item.status.value
+            status = "not started yet" if waiting else item.status.value
             if self._cards.get(item.item_id) == status:
                 return
             self._cards[item.item_id] = status

@@ -112,8 +112,9 @@ def test_a_late_answer_to_the_tuis_own_question_answered_in_the_window_is_no_mes
 
 def test_a_call_waiting_for_permission_is_not_said_to_run() -> None:
     """A viewed call whose question waits read "(running)" though it had not started (and
-    was then denied, never run); it reads "(waiting for permission)", then "(running)" once
-    it is dispatched."""
+    was then denied, never run); it reads "(not started yet)", then "(running)" once it is
+    dispatched. (It read "(waiting for permission)", untrue of a turn that allows every tool:
+    the question, when there is one, is shown on its own.)"""
     viewer, _, out = _viewer()
     card = bc.ToolCardItem(
         item_id="c1",
@@ -126,8 +127,9 @@ def test_a_call_waiting_for_permission_is_not_said_to_run() -> None:
     assert viewer.take(_item(card)) and viewer.take(_item(card))
     assert viewer.take(_item(card.model_copy(update={"park_reason": None})))
     text = out.getvalue()
-    assert text.count("[tool] bash rm -r build  (waiting for permission)\n") == 1, text
-    assert text.index("(waiting for permission)") < text.index("[tool] bash rm -r build  (running)")
+    assert text.count("[tool] bash rm -r build  (not started yet)\n") == 1, text
+    assert "waiting for permission" not in text
+    assert text.index("(not started yet)") < text.index("[tool] bash rm -r build  (running)")
 
 
 def test_a_y_typed_after_the_viewed_turn_ended_at_its_question_is_no_message() -> None:
