@@ -219,7 +219,7 @@ def _refusal_advice(code: str) -> str:
         "startup_recovery_failed": "Maka could not check its interrupted work, so it did not "
         f"start. Run {doctor} for details.",
     }
-    return advice.get(code, "Maka could not open its data folder.")
+    return advice.get(code, "Maka could not start. What stopped it is named below.")
 
 
 # What the user can do about each refusal that names no command (``_refusal_advice``).
@@ -237,6 +237,8 @@ _REFUSAL_ADVICE = {
     "start Maka with another --data-dir.",
     "store_locked": "Another Maka process is using this data folder. Close it, or wait for it "
     "to finish, then start Maka again.",
+    "display_unavailable": "Maka's window cannot be shown: what is named below has no display "
+    "to show it on. In a terminal, maka tui and maka run work without one.",
 }
 
 
