@@ -145,7 +145,11 @@ def test_self_test_passes_in_the_frozen_app(maka_exe: Path, tmp_path: Path) -> N
         "git-checkpoints",
         "data-dir",
     ]
-    assert data_dir.is_dir() and list(data_dir.iterdir()) == []  # probe file cleaned up
+    # Created as the app creates it, written, then removed with its parents: a check leaves
+    # nothing behind.
+    [checked] = [check for check in report["checks"] if check["name"] == "data-dir"]
+    assert "(created for the check, then removed)" in checked["detail"], checked
+    assert not (tmp_path / "not-yet-created").exists()
 
 
 def test_frozen_app_defaults_to_the_per_user_data_directory(built: Built, tmp_path: Path) -> None:
@@ -168,7 +172,8 @@ def test_frozen_app_defaults_to_the_per_user_data_directory(built: Built, tmp_pa
     assert completed.returncode == 0, completed.stdout + completed.stderr
     expected = tmp_path / "home" / ".local" / "share" / "maka"
     assert Path(report["dataDir"]) == expected
-    assert expected.is_dir()
+    [checked] = [check for check in report["checks"] if check["name"] == "data-dir"]
+    assert checked["ok"] and f"writable: {expected}" in checked["detail"], checked
 
 
 def test_self_test_reports_an_unwritable_data_dir(built: Built, tmp_path: Path) -> None:
