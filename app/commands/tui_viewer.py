@@ -160,10 +160,19 @@ class TuiViewer:
             self._out.flush()
             message = error.message
             if error.code == HostCode.HOST_STOPPED:
-                # Nothing of this chat's was asked or left: not "run the command again".
+                # Nothing of this chat's was asked or left: not "run the command again". A turn
+                # viewed here (another client's) stopped with the host: said, with how to look.
+                viewed = ""
+                if self._driver is not None or self._open is not None:
+                    who = self._driver or "another client"
+                    plan = maka_command(f"plan {self.session_id}") if self.session_id else ""
+                    asked = "; its question here was never answered" if self._open else ""
+                    look = f" ({plan} says what was recorded)" if plan else ""
+                    viewed = f"; the turn driven by {who} stopped with it{asked}{look}"
                 message = (
                     "the Maka window or host serving this data folder stopped, so this chat "
-                    f"ends; nothing of it was waiting (start {maka_command('tui')} again to go on)"
+                    f"ends; nothing of this chat's own was waiting{viewed} (start "
+                    f"{maka_command('tui')} again to go on)"
                 )
             print(f"maka: error [{error.code}]: {message}", file=sys.stderr, flush=True)
             os._exit(1)

@@ -497,6 +497,7 @@ def test_a_viewing_tui_waiting_for_its_user_says_at_once_that_the_host_stopped(
     assert chat.finish(30) == 1, chat.text()
     assert "maka: error [host_stopped]" in "".join(chat.err)
     # Nothing of the chat's was waiting: not "run the command again".
-    assert "nothing of it was waiting" in "".join(chat.err), chat.text()
+    assert "nothing of this chat's own was waiting" in "".join(chat.err), chat.text()
+    assert "stopped with it" not in "".join(chat.err)  # no turn of another was viewed
     assert "run the command again" not in "".join(chat.err)
     assert "Traceback" not in chat.text()

@@ -153,3 +153,34 @@ def test_a_y_typed_after_the_viewed_turn_ended_at_its_question_is_no_message() -
     assert "closed unanswered: the turn ended cancelled; nothing sent" in out.getvalue()
     assert len(host.sent) == 1  # the watch only: no answer, no message
     assert not viewer.line_read("list the files\n")
+
+
+def test_the_host_stopping_under_a_viewed_turn_says_that_turn_stopped(
+    monkeypatch: Any, capsys: Any
+) -> None:
+    """The host killed while this TUI showed another client's turn and its open question:
+    it said "nothing of it was waiting" and nothing of the viewed turn."""
+    import os
+
+    from app.host.host_client import HostConnectionError
+    from runtime.ledger.codes import HostCode
+
+    def leave(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", leave)
+    viewer, _, _ = _viewer()
+    assert viewer.take(bc.SessionDriverPush(session_id="s1", driver="a terminal (maka run)"))
+    asked = bc.PermissionRequestedPush(
+        session_id="s1", request_id="p1", tool_name="bash", summary="run: echo six >> log.txt"
+    )
+    assert viewer.take(asked)
+    viewer.prompt()
+    try:
+        viewer.stopped(HostConnectionError(HostCode.HOST_STOPPED, "gone"))
+    except SystemExit as leaving:
+        assert leaving.code == 1
+    said = capsys.readouterr().err
+    assert "nothing of this chat's own was waiting" in said, said
+    assert "the turn driven by a terminal (maka run) stopped with it" in said, said
+    assert "its question here was never answered" in said and "maka plan s1" in said, said
