@@ -882,7 +882,7 @@ class RequestRouter:
             peer_id,
             SessionDriverPush(
                 session_id=session_id,
-                driver=driver[1] if driver is not None else None,
+                driver=self._driver_words(driver) if driver is not None else None,
                 correlation_id=message.correlation_id,
             ),
         )
@@ -1034,14 +1034,19 @@ class RequestRouter:
     def busy_text(self, session_id: str) -> str:
         """``session_busy``'s sentence, naming who drives the session."""
         driver = self._drivers.get(session_id)
-        who = driver[1] if driver is not None else "another client"
-        peer = driver[0] if driver is not None else None
+        who = self._driver_words(driver) if driver is not None else "another client"
+        return f"session {session_id} is running a turn driven by {who}; wait for it to end"
+
+    def _driver_words(self, driver: tuple[int | None, str]) -> str:
+        """Who drives a turn, and that it has gone away when its client is no longer
+        connected (the turn goes on in the host): said to a viewer and in ``session_busy``."""
+        peer, who = driver
         if peer is not None and peer not in (
             *self._server.terminal_ids(),
             *self._server.renderer_ids(),
         ):
             who += ", which has gone away (the turn goes on here)"
-        return f"session {session_id} is running a turn driven by {who}; wait for it to end"
+        return who
 
     def start_resume(
         self,

@@ -501,3 +501,30 @@ def test_a_viewing_tui_waiting_for_its_user_says_at_once_that_the_host_stopped(
     assert "stopped with it" not in "".join(chat.err)  # no turn of another was viewed
     assert "run the command again" not in "".join(chat.err)
     assert "Traceback" not in chat.text()
+
+
+def test_a_viewer_is_told_the_terminal_driving_the_turn_has_gone_away(
+    tmp_path: Path, started: tuple[list[Streaming], list[MainProcess]]
+) -> None:
+    """The ``maka run`` driving a turn was killed (the turn goes on in the host): a TUI opened
+    on the session then named that terminal as if it still drove the turn."""
+    clients, hosts = started
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    script = [[{"toolCalls": [_bash("b1", "sleep 8")]}, {"text": "Slept."}]]
+    env = scripted_env(write_script(tmp_path / "script.json", script))
+    host = start_main(data, env, "host").wait_ready()
+    hosts.append(host)
+    driver = Streaming(["run", "--cwd", str(work), "--permission-mode", "auto", "go"], data, env)
+    clients.append(driver)
+    session = driver.session()
+    driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
+    driver.process.kill()
+    driver.process.wait(10)
+    time.sleep(0.5)  # the host sees the terminal go
+    chat = Streaming(["tui", "--session", session], data, env)
+    clients.append(chat)
+    chat.wait_for(lambda: "[viewing] a turn driven by" in _out(chat))
+    seen = _out(chat)
+    assert "which has gone away (the turn goes on here)" in seen, seen
