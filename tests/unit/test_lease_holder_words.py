@@ -90,11 +90,16 @@ def test_off_and_a_live_holder_or_an_ended_run_park_as_before() -> None:
 
     live = f"{socket.gethostname()}:{os.getppid()}:0123456789ab"
     dead = f"{socket.gethostname()}:{_dead_pid()}:0123456789ab"
-    for store in (_Leased(live), _Leased(dead, "completed")):
+    for store in (_Leased(live), _Leased(dead, "failed")):
         leased: Any = store
         plan = feature_enabled(LatestRun("s1", leased, None, False, lambda header: "/w"))
         assert plan is not None, store.holder
         assert [r.value for r in plan.rejection_reasons] == ["resume_feature_disabled"]
+    # A run that finished normally has nothing to resume, whatever the setting.
+    ended: Any = _Leased(dead, "completed")
+    plan = feature_enabled(LatestRun("s1", ended, None, False, lambda header: "/w"))
+    assert plan is not None
+    assert [r.value for r in plan.rejection_reasons] == ["resume_candidate_missing"]
 
 
 def test_a_live_holder_elsewhere_is_named_and_no_refused_command_offered() -> None:
