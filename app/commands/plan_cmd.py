@@ -40,8 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.host.host_bootstrap import recover_at_startup
     from app.host.host_client import attach
-    from app.host.plan_report import plan_words, settleable_calls, source_operations
-    from app.host.settle_folder import folder_words
+    from app.host.plan_report import explained_plan
     from app.resume_composition import build_resume_service
     from runtime.ledger.ledger_errors import LedgerError
     from runtime.tools.process_tree import BackgroundShellRegistry
@@ -84,15 +83,13 @@ def run(args: argparse.Namespace) -> int:
                 store, data_dir, default_catalog().names, shells, processes=store
             )
             plan = service.plan_latest(args.session)
-            operations = source_operations(store, plan)
-            folder = folder_words(
+            # (a shared ledger: the words name the other process holding the session's lease)
+            words = explained_plan(
                 store,
                 GitCheckpointStore.from_environment(data_dir),
                 plan,
-                settleable_calls(operations),
+                read_only=not owned,
             )
-            # (a shared ledger: the words name the other process holding the session's lease)
-            words = plan_words(store, plan, operations, folder.get, {"readOnly": not owned})
         finally:
             store.close()
     finally:

@@ -35,22 +35,16 @@ def _safe_resume_here(data_dir: Path) -> bool:
     own = command_safe_resume()
     if own is not None:
         return own
-    from app.host.host_client import HostConnectionError, HostRefusal, attach
+    from app.host.host_client import HostConnectionError, attach
 
     try:
         host = attach(data_dir)  # (a reader: it answers no question there)
     except HostConnectionError:
         host = None
     if host is not None:
-        from app.bridge_contract import SessionsOverviewedPush, SessionsOverviewRequest
-
-        with host:
-            try:
-                answer = host.ask(SessionsOverviewRequest())
-            except (HostRefusal, HostConnectionError):
-                answer = None
-        if isinstance(answer, SessionsOverviewedPush) and answer.safe_resume is not None:
-            return answer.safe_resume
+        with host:  # its hello says (a reader: it is asked nothing more)
+            if host.safe_resume is not None:
+                return host.safe_resume
     return resume_enabled(data_dir)
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
-from app.commands.tui_host import HELD_ELSEWHERE_PREFIX, HELD_ELSEWHERE_SUFFIX
+from app.commands.tui_host import HELD_ELSEWHERE_PREFIX, HELD_ELSEWHERE_SUFFIX, say_error
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import HostCode
 from runtime.ledger.command_words import maka_command
@@ -291,7 +291,7 @@ def _chat(  # noqa: C901
                     # Titled by its first message, as through a running Maka or maka run.
                     session = service.create_session(cwd, title=text)
                 except LedgerError as error:
-                    print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+                    say_error(error.code, error.message)
                     continue
                 print(f"(session {session.session_id})")
             _turn(
@@ -460,26 +460,26 @@ def _say_if_interrupted(service: Any, session_id: str, host: Any) -> None:
         )
 
 
-def _plan(host: Any, session_id: str) -> None:
-    """``/plan``: what ``maka plan SESSION`` prints, planned from the store this TUI holds
-    (read-only: looking is not planning; the lifecycle log is left alone)."""
-    from app.host.plan_report import plan_words, settleable_calls, source_operations
-    from app.host.settle_folder import folder_words
+def _planner(host: Any) -> Any:
+    """The planner of ``maka plan``, on the store this TUI holds (read-only: looking is not
+    planning; the lifecycle log is left alone)."""
     from app.resume_composition import build_resume_service
-    from runtime.ledger.ledger_errors import LedgerError
 
-    planner = build_resume_service(
+    return build_resume_service(
         host.store, host.data_dir, host.service.catalog.names, host.shells, processes=host.store
     )
+
+
+def _plan(host: Any, session_id: str) -> None:
+    """``/plan``: what ``maka plan SESSION`` prints, planned from the store this TUI holds."""
+    from app.host.plan_report import explained_plan
+    from runtime.ledger.ledger_errors import LedgerError
+
     try:
-        plan = planner.plan_latest(session_id)
-        operations = source_operations(host.store, plan)
-        folder = folder_words(
-            host.store, host.service.checkpoints, plan, settleable_calls(operations)
-        )
-        words = plan_words(host.store, plan, operations, folder.get, {"readOnly": False})
+        plan = _planner(host).plan_latest(session_id)
+        words = explained_plan(host.store, host.service.checkpoints, plan, read_only=False)
     except LedgerError as error:
-        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+        say_error(error.code, error.message)
         return
     print("\n".join(words.summary))
 
@@ -488,14 +488,10 @@ def _say_if_parked(host: Any, session_id: str) -> bool:
     """Say what holds Safe resume when the planner would park (as /resume prints it); True
     when it parks."""
     from app.host.plan_report import resume_park_lines
-    from app.resume_composition import build_resume_service
     from runtime.ledger.ledger_errors import LedgerError
 
-    planner = build_resume_service(
-        host.store, host.data_dir, host.service.catalog.names, host.shells, processes=host.store
-    )
     try:
-        plan = planner.plan_latest(session_id)
+        plan = _planner(host).plan_latest(session_id)
     except LedgerError:
         return False  # /resume says what went wrong, as maka resume would
     if plan.continues:
@@ -521,7 +517,7 @@ def _turn(
         # regardless was refused at its first write, with session_lease_lost).
         refuse_leased_elsewhere(service.store, session_id)
     except CliError as busy:
-        print(f"maka: error [{busy.code}]: {busy.message}", file=sys.stderr)
+        say_error(busy.code, busy.message)
         return
     try:
         run_cancellable(
@@ -531,7 +527,7 @@ def _turn(
             cancel,
         )
     except LedgerError as error:
-        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+        say_error(error.code, error.message)
         if str(error.code) == "invalid_cwd":
             # maka sessions relocate needs the data folder, which this chat holds.
             print("(/quit first: while this chat runs, it holds the data folder)", file=sys.stderr)

@@ -251,7 +251,12 @@ def said(command: Callable[[], object]) -> None:
     try:
         command()
     except CliError as error:
-        print(f"maka: error [{error.code}]: {error.message}", file=sys.stderr)
+        say_error(error.code, error.message)
+
+
+def say_error(code: object, message: str) -> None:
+    """A refusal inside the chat, printed as the ``maka`` command prints it; the chat goes on."""
+    print(f"maka: error [{code}]: {message}", file=sys.stderr, flush=True)
 
 
 def timeline(data_dir: Path | None, session_id: str) -> None:
@@ -297,7 +302,7 @@ def _terminal_text(
             while answer.correlation_id != correlation:
                 answer = host.receive()
     except HostRefusal as refused:
-        print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
+        say_error(refused.code, refused.message)
         return None
     raise CliError(HostCode.HOST_UNREACHABLE, "the running Maka answered something else")
 
@@ -434,7 +439,7 @@ def _turn(
     try:
         end = run_through_host(request, host, mode, lambda: None, on_closed)
     except CliError as refused:
-        print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
+        say_error(refused.code, refused.message)
         return session_id
     return str(end.session_id)
 
@@ -474,7 +479,7 @@ def _resume(
     try:
         code = resume_through_host(request, host, mode, lambda: None, on_closed)
     except CliError as refused:
-        print(f"maka: error [{refused.code}]: {refused.message}", file=sys.stderr)
+        say_error(refused.code, refused.message)
         return
     if code == EXIT_PARKED:
         print(TUI_HOST_PARK_NOTE)

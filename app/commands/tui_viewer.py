@@ -174,7 +174,9 @@ class TuiViewer:
                     f"ends; nothing of this chat's own was waiting{viewed} (start "
                     f"{maka_command('tui')} again to go on)"
                 )
-            print(f"maka: error [{error.code}]: {message}", file=sys.stderr, flush=True)
+            from app.commands.tui_host import say_error
+
+            say_error(error.code, message)
             os._exit(1)
 
     def take(self, message: Message) -> bool:

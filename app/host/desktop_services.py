@@ -82,7 +82,7 @@ from app.host.host_services import (
 )
 from app.host.live_turn_view import LiveTurnView
 from app.host.opened_transcripts import OpenedTranscripts, ledger_mark
-from app.host.plan_report import plan_words, settleable_calls, source_operations
+from app.host.plan_report import explained_plan
 from app.host.resume_decisions import DECISION_NOT_OFFERED, restore_unavailable
 from app.host.resume_seam import continuation_resume_service, resume_service
 from app.host.resume_switch import RESUME_FLAG
@@ -105,7 +105,6 @@ from app.host.settle_folder import (
     baseline_capture,
     folder_changed_words,
     folder_note_now,
-    folder_words,
     with_folder_notes,
 )
 from app.host.since_shown import ShownChangedCode, drift_changed_words
@@ -592,12 +591,8 @@ class DesktopServices:
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
         plan = self._planner(safe_resume).plan_latest(session_id)
-        operations = source_operations(self._store, plan)
-        folder = folder_words(
-            self._store, self._service.checkpoints, plan, settleable_calls(operations)
-        )
         # The words maka plan prints when it opens the store itself (one function for both).
-        words = plan_words(self._store, plan, operations, folder.get, {"readOnly": False})
+        words = explained_plan(self._store, self._service.checkpoints, plan, read_only=False)
         return PlanReport(
             session_id=session_id,
             continues=plan.continues,

@@ -82,6 +82,8 @@ class HostClient:
         self.host_pid = host_pid
         self.data_dir: str | None = None  # the folder the host serves (its hello says)
         self.no_window: str | None = None  # why it cannot open a window (its hello says)
+        # Whether Safe resume is on in the host as it answered (its settings, or its variable).
+        self.safe_resume: bool | None = None
         # Listening (``listen``): a reader thread receives every push and hands the ones it is
         # not given to take to ``_next`` through this queue (a closed connection: an error).
         self._inbox: queue.Queue[Message | HostConnectionError] | None = None
@@ -372,6 +374,7 @@ def _hello(sock: socket.socket, token: str, command: str | None = None) -> HostC
     client.host_pid = answer.host_pid
     client.data_dir = answer.data_dir
     client.no_window = answer.no_window
+    client.safe_resume = answer.safe_resume_enabled
     return client
 
 

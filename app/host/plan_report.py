@@ -489,6 +489,23 @@ def plan_words(
     return PlanWords(tuple(summary), body)
 
 
+def explained_plan(
+    store: ParkStore,
+    checkpoints: CheckpointCarrier | None,
+    plan: ContinuationPlan,
+    *,
+    read_only: bool,
+) -> PlanWords:
+    """``maka plan``'s words for a plan made from a store the caller holds (the command alone,
+    a running host answering it, the TUI's ``/plan``): the source run's calls resolved, what
+    answering about each also does to the folder, then :func:`plan_words`."""
+    from app.host.settle_folder import folder_words
+
+    operations = source_operations(store, plan)
+    folder = folder_words(store, checkpoints, plan, settleable_calls(operations))
+    return plan_words(store, plan, operations, folder.get, {"readOnly": read_only})
+
+
 def plan_summary(
     plan: ContinuationPlan,
     operations: Sequence[OperationView] | None = None,
