@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from storage.checkpoints.checkpoint_retention import run_retention
+from storage.checkpoints.checkpoint_retention import RetentionResult, run_retention
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
 from storage.ledger.ledger_store import open_store
 from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
@@ -358,26 +358,10 @@ def test_a_snapshot_retention_removed_is_said_so_at_once_and_a_branch_from_it_ke
 def test_a_kept_snapshot_whose_ref_was_deleted_is_named_again_not_pruned(tmp_path: Path) -> None:
     """A ref of a kept snapshot deleted by hand (its objects still there): retention names it
     again before it prunes. It pruned it, with nothing said, and the snapshot read MISSING."""
-    data, work = tmp_path / "data", tmp_path / "work"
-    work.mkdir()
-    env = scripted_env(
-        write_script(tmp_path / "script.json", [_turn(n) for n in range(2)]), checkpoints=True
-    )
-    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "a"], data, env=env)
-    assert first.returncode == 0, first.stderr
-    session = committed_runs(data)[0][0].session_id
-    carrier = GitCheckpointStore(data)
-    [repository] = list(carrier.root.glob("*.git"))
-    refs = carrier.refs_in(repository)
-    gone, commit = sorted(refs.items())[-1]
-    subprocess.run(["git", "--git-dir", str(repository), "update-ref", "-d", gone], check=True)
-    assert gone not in carrier.refs_in(repository)
-    store = open_store(data, read_only=True)
-    try:
-        # Long after: what no ref names is old enough to be pruned.
-        result = run_retention(store, carrier, now=time.time() + 10)
-    finally:
-        store.close()
+    data, env, session, carrier, repository, refs, gone = _a_snapshot_unnamed(tmp_path)
+    commit = refs[gone]
+    # Long after: what no ref names is old enough to be pruned.
+    result = _retention_later(data, carrier)
     assert result.errors == []
     assert carrier.refs_in(repository) == refs, "named again, the snapshot kept"
     assert result.named_again == [f"{repository.name} {gone}"]
@@ -390,6 +374,28 @@ def test_doctor_notes_a_kept_snapshot_whose_ref_was_deleted(tmp_path: Path) -> N
     """Between a hand-deleted ref and retention's next pass, ``maka doctor`` notes the kept
     snapshot that lost its name (its files still there) instead of saying nothing; the note
     goes once retention names it again. It said ok with nothing noted."""
+    data, env, session, carrier, repository, _, gone = _a_snapshot_unnamed(tmp_path)
+    doctor = maka(["doctor", "--json"], data, env=env)
+    assert doctor.returncode == 0, doctor.stdout  # a note, not a problem
+    document = json.loads(doctor.stdout)
+    [note] = [n for n in document["notes"] if n["code"] == "workspace_checkpoint_unnamed"]
+    assert note["sessionId"] == session and gone in note["message"], note
+    [row] = document["workspaceCheckpoints"]["unnamed"]
+    assert row["checkpointRef"] == gone and row["present"] is True, row
+    text = maka(["doctor"], data, env=env).stdout
+    assert f"note [workspace_checkpoint_unnamed] session {session}: 1 snapshot(s)" in text, text
+    result = _retention_later(data, carrier)
+    assert result.named_again == [f"{repository.name} {gone}"]
+    after = json.loads(maka(["doctor", "--json"], data, env=env).stdout)
+    assert not [n for n in after["notes"] if n["code"] == "workspace_checkpoint_unnamed"], after
+    assert after["workspaceCheckpoints"]["unnamed"] == []
+
+
+def _a_snapshot_unnamed(
+    tmp_path: Path,
+) -> tuple[Path, dict[str, str], str, GitCheckpointStore, Path, dict[str, str], str]:
+    """A session of two snapshots whose newest ref was then deleted by hand (its objects still
+    there): the data folder, env, session, carrier, private repository, refs before, the ref."""
     data, work = tmp_path / "data", tmp_path / "work"
     work.mkdir()
     env = scripted_env(
@@ -400,23 +406,17 @@ def test_doctor_notes_a_kept_snapshot_whose_ref_was_deleted(tmp_path: Path) -> N
     session = committed_runs(data)[0][0].session_id
     carrier = GitCheckpointStore(data)
     [repository] = list(carrier.root.glob("*.git"))
-    gone = sorted(carrier.refs_in(repository))[-1]
+    refs = carrier.refs_in(repository)
+    gone = sorted(refs)[-1]
     subprocess.run(["git", "--git-dir", str(repository), "update-ref", "-d", gone], check=True)
-    doctor = maka(["doctor", "--json"], data, env=env)
-    assert doctor.returncode == 0, doctor.stdout  # a note, not a problem
-    document = json.loads(doctor.stdout)
-    [note] = [n for n in document["notes"] if n["code"] == "workspace_checkpoint_unnamed"]
-    assert note["sessionId"] == session and gone in note["message"], note
-    [row] = document["workspaceCheckpoints"]["unnamed"]
-    assert row["checkpointRef"] == gone and row["present"] is True, row
-    text = maka(["doctor"], data, env=env).stdout
-    assert f"note [workspace_checkpoint_unnamed] session {session}: 1 snapshot(s)" in text, text
+    assert gone not in carrier.refs_in(repository)
+    return data, env, session, carrier, repository, refs, gone
+
+
+def _retention_later(data: Path, carrier: GitCheckpointStore) -> RetentionResult:
+    """Retention run ten seconds from now (what no ref names is then old enough to prune)."""
     store = open_store(data, read_only=True)
     try:
-        result = run_retention(store, carrier, now=time.time() + 10)
+        return run_retention(store, carrier, now=time.time() + 10)
     finally:
         store.close()
-    assert result.named_again == [f"{repository.name} {gone}"]
-    after = json.loads(maka(["doctor", "--json"], data, env=env).stdout)
-    assert not [n for n in after["notes"] if n["code"] == "workspace_checkpoint_unnamed"], after
-    assert after["workspaceCheckpoints"]["unnamed"] == []

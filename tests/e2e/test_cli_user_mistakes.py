@@ -590,22 +590,7 @@ def test_a_reader_that_went_away_ends_the_command_quietly(
     if args == ("sessions",):
         with store_with_runs(data_dir, IDS) as store:
             commit_ledger(store, clean_ledger(3, ids=IDS))
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # the reader is gone before the first byte is written
-    env = {key: value for key, value in os.environ.items() if key != "MAKA_FAILPOINT"}
-    env["MAKA_DATA_DIR"] = str(data_dir)
-    try:
-        result = subprocess.run(
-            [*maka_executable(), *(str(ledger) if a == "LEDGER" else a for a in args)],
-            env=env,
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(write_end)
-    err = result.stderr.decode("utf-8", "replace")
+    result, err = _into_a_closed_pipe([str(ledger) if a == "LEDGER" else a for a in args], data_dir)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert result.returncode == 141, (result.returncode, err)
 
@@ -622,23 +607,10 @@ def test_a_refusal_whose_json_nobody_reads_still_says_its_code(
 ) -> None:
     """``maka plan NOPE --json | true``: the refusal's JSON document met a closed pipe and the
     command printed a BrokenPipeError traceback, exit 1, without its coded line on stderr."""
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    env = {key: value for key, value in os.environ.items() if key != "MAKA_FAILPOINT"}
-    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
     nowhere = str(tmp_path / "nowhere.jsonl")
-    try:
-        result = subprocess.run(
-            [*maka_executable(), *(nowhere if a == "NOWHERE" else a for a in args)],
-            env=env,
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(write_end)
-    err = result.stderr.decode("utf-8", "replace")
+    result, err = _into_a_closed_pipe(
+        [nowhere if a == "NOWHERE" else a for a in args], tmp_path / "data"
+    )
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert f"maka: error [{code}]: " in err, err
     assert result.returncode == exit_code, (result.returncode, err)
@@ -713,3 +685,26 @@ def test_a_data_folder_that_is_a_file_is_said_so_by_every_command(tmp_path: Path
     said = refused(maka(tmp_path / "link", "sessions"), 2, "data_dir_invalid")
     assert "is a link that leads nowhere" in said, said
     assert not (tmp_path / "nowhere").exists()
+
+
+def _into_a_closed_pipe(
+    args: list[str], data_dir: Path
+) -> tuple[subprocess.CompletedProcess[bytes], str]:
+    """``maka ARGS`` whose standard output is a pipe whose reader is gone before the first
+    byte is written (``maka ... | true``); the run and its stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {key: value for key, value in os.environ.items() if key != "MAKA_FAILPOINT"}
+    env["MAKA_DATA_DIR"] = str(data_dir)
+    try:
+        result = subprocess.run(
+            [*maka_executable(), *args],
+            env=env,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    return result, result.stderr.decode("utf-8", "replace")

@@ -191,17 +191,20 @@ class _SleepingTurn(NamedTuple):
 
 @contextmanager
 def _a_sleeping_turn(
-    tmp_path: Path, clients: list[Streaming], *later_turns: list[dict[str, Any]]
+    tmp_path: Path,
+    clients: list[Streaming],
+    *later_turns: list[dict[str, Any]],
+    seconds: int = 60,
 ) -> Iterator[_SleepingTurn]:
     """A headless host and a ``maka run`` (``sleep``, every call allowed) whose turn sleeps in
-    its ``bash`` call for a minute, the call started; ``later_turns`` follow in the script. The
-    host is stopped when the block ends."""
+    its ``bash`` call for ``seconds``, the call started; ``later_turns`` follow in the script.
+    The host is stopped when the block ends."""
     work = tmp_path / "work"
     work.mkdir()
     data = tmp_path / "data"
     script = write_script(
         tmp_path / "script.json",
-        [[{"toolCalls": [_sleeping(60)]}, {"text": "slept"}], *later_turns],
+        [[{"toolCalls": [_sleeping(seconds)]}, {"text": "slept"}], *later_turns],
     )
     env = scripted_env(script)
     host = _host(data, env)
@@ -383,25 +386,10 @@ def test_a_terminal_killed_mid_turn_leaves_the_turn_running_in_the_host(
 def test_sigkill_of_the_host_mid_turn_says_the_host_stopped(
     tmp_path: Path, clients: list[Streaming]
 ) -> None:
-    work = tmp_path / "work"
-    work.mkdir()
-    data = tmp_path / "data"
-    script = write_script(
-        tmp_path / "script.json", [[{"toolCalls": [_sleeping(5)]}, {"text": "never"}]]
-    )
-    env = scripted_env(script)
-    host = _host(data, env)
-    try:
-        driver = Streaming(
-            ["run", "--cwd", str(work), "--permission-mode", "auto", "go"], data, env
-        )
-        clients.append(driver)
-        session = driver.session()
-        driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
-        host.process.send_signal(signal.SIGKILL)
+    with _a_sleeping_turn(tmp_path, clients, seconds=5) as turn:
+        driver, session, data = turn.driver, turn.session, turn.data
+        turn.host.process.send_signal(signal.SIGKILL)
         assert driver.finish() == 1, driver.text()
-    finally:
-        host.stop()
     assert "[host_stopped]" in "".join(driver.err), driver.text()
     said = " ".join("".join(driver.err).split())
     # The turn may have done part of its work: never "run the command again".
@@ -671,26 +659,11 @@ def test_a_host_shut_down_mid_command_says_the_command_was_stopped(
     """SIGTERM of the host (Ctrl+C in ``maka host``) while its terminal's command sleeps: the
     host stops the command and records that; the terminal said "no tool call of it was
     running: it had finished 1 tool call (bash)", while maka plan said it was stopped."""
-    work = tmp_path / "work"
-    work.mkdir()
-    data = tmp_path / "data"
-    script = write_script(
-        tmp_path / "script.json", [[{"toolCalls": [_sleeping(20)]}, {"text": "never"}]]
-    )
-    env = scripted_env(script)
-    host = _host(data, env)
-    try:
-        driver = Streaming(
-            ["run", "--cwd", str(work), "--permission-mode", "auto", "go"], data, env
-        )
-        clients.append(driver)
-        session = driver.session()
-        driver.wait_for(lambda: any("[tool] bash" in line for line in driver.out))
+    with _a_sleeping_turn(tmp_path, clients, seconds=20) as turn:
+        driver, session = turn.driver, turn.session
         time.sleep(1)  # the command is running
-        assert host.terminate() == 0, host.stderr()[-2000:]
+        assert turn.host.terminate() == 0, turn.host.stderr()[-2000:]
         assert driver.finish() == 1, driver.text()
-    finally:
-        host.stop()
     said = " ".join("".join(driver.err).split())
     assert "[host_stopped]" in said, said
     assert "no tool call of it was running" not in said and "it had finished" not in said, said
