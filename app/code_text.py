@@ -679,6 +679,11 @@ STORE: dict[str, CodeRecord] = _records(
             _E,
             "The PostgreSQL driver is not installed: pip install 'maka[postgres]'.",
         ),
+        "database_access_denied": (
+            _E,
+            "The database user may not read or write Maka's tables. Connect as the user that "
+            "created the ledger, or grant this one rights on its tables.",
+        ),
         "settings_damaged": (
             _E,
             "The data folder's settings.json cannot be read, so Maka cannot tell which database "

@@ -50,6 +50,9 @@ class StoreCode(StrEnum):
     # broken): its Database choice cannot be read, so no ledger is opened rather than guessing
     # (a PostgreSQL choice read as "this computer" would start a second ledger).
     SETTINGS_DAMAGED = "settings_damaged"
+    # The database user may not read or write Maka's tables (PostgreSQL: a ledger another user
+    # created and granted nothing on, or a schema it may not create tables in). Nothing changed.
+    DATABASE_ACCESS_DENIED = "database_access_denied"
 
 
 class FailureClass(StrEnum):

@@ -8,7 +8,7 @@ keeps every one of them and changes only what is SQLite's own:
 - four spellings: ``GLOB 'toolop_*'`` becomes ``starts_with(...)``, ``INSERT OR REPLACE INTO
   tool_processes`` an ``ON CONFLICT ... DO UPDATE``, a plain ``BEGIN`` (a reader's snapshot) a
   ``REPEATABLE READ READ ONLY`` transaction, the probe of ``sqlite_master`` for a table one of
-  ``information_schema.tables``;
+  the catalog's ``pg_tables``;
 - parameters: a Python ``bool`` is sent as 0/1 (the columns are integers, as in SQLite);
 - errors: a psycopg error leaves as the ``sqlite3`` exception of the same family (a constraint as
   ``IntegrityError``, everything else as ``OperationalError`` whose text the one translation point,
@@ -65,9 +65,10 @@ MIGRATION_CALL_TIMEOUT_MS = 600_000
 _GLOB_TOOL = re.compile(r"(\w+) (NOT )?GLOB 'toolop_\*'")
 _TOOL_PROCESS_UPSERT = "INSERT OR REPLACE INTO tool_processes"
 _SQLITE_TABLE_PROBE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+# The catalog, not ``information_schema``: the latter hides the tables this database user has
+# no rights on, so a ledger it may not read would be taken for none.
 _TABLE_PROBE = (
-    "SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema()"
-    " AND table_name = ?"
+    "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = ?"
 )
 
 
@@ -124,7 +125,7 @@ def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
 
 
 # SQLite's primary result codes the translation reads (https://sqlite.org/rescode.html).
-_BUSY, _READONLY, _IOERR, _FULL = 5, 8, 10, 13
+_BUSY, _READONLY, _IOERR, _FULL, _AUTH = 5, 8, 10, 13, 23
 
 
 def as_sqlite_error(error: psycopg.Error) -> sqlite3.Error:
@@ -145,6 +146,8 @@ def as_sqlite_error(error: psycopg.Error) -> sqlite3.Error:
         code, message = _READONLY, f"the PostgreSQL session is read-only: {text}"
     elif isinstance(error, pg_errors.DiskFull):
         code, message = _FULL, f"the PostgreSQL server's disk is full: {text}"
+    elif isinstance(error, pg_errors.InsufficientPrivilege):
+        code, message = _AUTH, f"PostgreSQL: {text}"
     else:
         code, message = _IOERR, f"PostgreSQL: {text}"
     translated = PostgresOperationalError(message)

@@ -221,10 +221,37 @@ _MIGRATION_LOCK = 0x6D616B61  # pg_advisory_xact_lock key: one migrating process
 
 
 def _tables(conn: PostgresConnection) -> set[str]:
+    """Every table of the current schema, from the catalog: ``information_schema`` lists only
+    the tables this database user has rights on, so another application's tables (or Maka's
+    own ledger) it may not read would be taken for an empty database."""
     rows = conn.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
     ).fetchall()
     return {str(row[0]) for row in rows}
+
+
+def refuse_without_rights(conn: PostgresConnection) -> None:
+    """A Maka ledger this database user may not read (its tables belong to another user who
+    granted nothing): refused as that (``database_access_denied``), never read as no ledger."""
+    denied = [
+        str(row[0])
+        for row in conn.execute(
+            "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema() "
+            "AND NOT has_table_privilege(quote_ident(schemaname) || '.' || quote_ident(tablename),"
+            " 'SELECT')"
+        ).fetchall()
+        if str(row[0]) in REQUIRED_TABLES
+    ]
+    if denied:
+        user = conn.execute("SELECT current_user").fetchone()
+        named = ", ".join(sorted(denied)[:5]) + (" and more" if len(denied) > 5 else "")
+        raise StoreRefusal(
+            StoreCode.DATABASE_ACCESS_DENIED,
+            f"the database holds a Maka ledger, but its user {user[0] if user else '?'} may not "
+            f"read its tables ({named}); nothing was changed. Connect as the user that created "
+            "the ledger, or have that user grant this one SELECT, INSERT, UPDATE and DELETE on "
+            "them",
+        )
 
 
 def refuse_foreign(conn: PostgresConnection) -> None:
@@ -254,12 +281,16 @@ def read_version(conn: PostgresConnection) -> int:
     columns = {
         str(row[0])
         for row in conn.execute(
-            "SELECT column_name FROM information_schema.columns "
-            "WHERE table_schema = current_schema() AND table_name = 'meta'"
+            "SELECT a.attname FROM pg_catalog.pg_attribute a "
+            "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = current_schema() AND c.relname = 'meta' "
+            "AND a.attnum > 0 AND NOT a.attisdropped"
         ).fetchall()
     }
     if not {"key", "value"} <= columns:
         raise foreign
+    refuse_without_rights(conn)
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
     if row is None:
         raise StoreRefusal(StoreCode.STORE_CORRUPT, "the database's meta table has no version")

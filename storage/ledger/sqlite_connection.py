@@ -35,6 +35,9 @@ _HEADER_SIZE = 100
 
 # Primary result codes (https://sqlite.org/rescode.html).
 _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 10, 11, 13, 14, 26
+# SQLITE_AUTH: never SQLite's own here (the store sets no authorizer); a PostgreSQL user's
+# missing rights leave its adapter with it.
+_AUTH = 23
 
 
 def translate_sqlite_error(error: sqlite3.Error) -> StoreRefusal:
@@ -48,6 +51,12 @@ def translate_sqlite_error(error: sqlite3.Error) -> StoreRefusal:
         return StoreRefusal(StoreCode.STORE_CORRUPT, f"the database file is damaged: {text}")
     if primary == _READONLY:
         return StoreRefusal(StoreCode.STORE_READ_ONLY, f"the database is read-only: {text}")
+    if primary == _AUTH:
+        return StoreRefusal(
+            StoreCode.DATABASE_ACCESS_DENIED,
+            f"the database refused this user access ({text}); nothing was changed. Connect as "
+            "the user that created Maka's ledger, or grant this one rights on it",
+        )
     if primary == _FULL:
         return StoreRefusal(
             StoreCode.DISK_FULL,

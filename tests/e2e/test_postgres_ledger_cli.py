@@ -316,3 +316,70 @@ def test_naming_a_session_in_a_database_without_a_ledger_changes_nothing(
             "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
         ).fetchone()
     assert tables == (0,)
+
+
+def _as_another_user(url: str, *, create: bool) -> str:
+    """``url`` (a schema of its own, as ``postgres_url`` gives it) for a new login role that may
+    use the schema (and create in it, with ``create``) but has no rights on its tables."""
+    import uuid
+
+    role = f"stranger_{uuid.uuid4().hex[:12]}"
+    schema = url.rsplit("search_path%3D", 1)[1]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        rights = "USAGE, CREATE" if create else "USAGE"
+        conn.execute(f'GRANT {rights} ON SCHEMA "{schema}" TO "{role}"')
+    return url.replace("postgresql://maka@", f"postgresql://{role}@", 1)
+
+
+def test_another_applications_tables_the_user_may_not_read_are_still_refused(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Another application's tables on which Maka's database user has no rights: the check read
+    ``information_schema``, which hides them, so ``maka sessions`` said "no sessions yet" and
+    ``maka run`` put Maka's tables beside them."""
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE customers (id integer)")
+        conn.execute("CREATE TABLE orders (id integer)")
+    url = {"MAKA_DATABASE_URL": _as_another_user(postgres_url, create=True)}
+    work = tmp_path / "work"
+    work.mkdir()
+    for args in (["sessions"], ["doctor"], ["run", "--cwd", str(work), "hello"]):
+        result = maka(args, tmp_path / "data", env=url)
+        text = result.stdout + result.stderr
+        assert result.returncode != 0 and "Traceback" not in text, (args, text)
+        assert "store_corrupt" in text and "customers, orders" in text, (args, text)
+    with psycopg.connect(postgres_url) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
+        ).fetchall()
+    assert sorted(row[0] for row in rows) == ["customers", "orders"]
+
+
+def test_a_ledger_the_user_may_not_read_is_refused_not_read_as_empty(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A Maka ledger created by another database user that granted nothing: ``maka sessions``
+    said "no sessions yet" (exit 0), ``maka doctor`` "no ledger in that database" and
+    ``maka run`` failed on ``CREATE TABLE``. Each now says ``database_access_denied``."""
+    work = tmp_path / "work"
+    work.mkdir()
+    owner = {"MAKA_DATABASE_URL": postgres_url}
+    made = maka(["run", "--cwd", str(work), "hello"], tmp_path / "owner", env=owner)
+    assert made.returncode == 0, made.stderr
+    url = {"MAKA_DATABASE_URL": _as_another_user(postgres_url, create=True)}
+    for args in (
+        ["sessions"],
+        ["sessions", "--json"],
+        ["doctor"],
+        ["run", "--cwd", str(work), "hello"],
+    ):
+        result = maka(args, tmp_path / "data", env=url)
+        text = result.stdout + result.stderr
+        assert result.returncode != 0 and "Traceback" not in text, (args, text)
+        assert "database_access_denied" in text and "may not read its tables" in text, (
+            args,
+            text,
+        )
+    listed = maka(["sessions", "--json"], tmp_path / "owner", env=owner)
+    assert listed.returncode == 0 and len(json.loads(listed.stdout)["sessions"]) == 1
