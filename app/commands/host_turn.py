@@ -24,12 +24,13 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from app.cli_errors import EXIT_ERROR, EXIT_PARKED, EXIT_USAGE, CliError
 from app.commands.cancellable_turn import run_interruptible
 from app.host.host_client import HostClient, HostConnectionError, HostRefusal
+from app.host.terminal_transcript import calls_listed, calls_words
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.command_words import maka_command
@@ -245,18 +246,6 @@ def _turn_left(data_dir: str | None, session_id: str, sent_at: int) -> _TurnLeft
     )
 
 
-def _listed(names: Sequence[str]) -> str:
-    """``bash``, ``read_file and bash``, ``read_file, list_dir, bash and 2 more``."""
-    if len(names) > 3:
-        return f"{', '.join(names[:3])} and {len(names) - 3} more"
-    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-
-
-def calls_words(names: Sequence[str]) -> str:
-    """``1 tool call (write_file)``, ``2 tool calls (read_file and bash)``."""
-    return f"{len(names)} tool call{'' if len(names) == 1 else 's'} ({_listed(names)})"
-
-
 def host_stopped_words(left: _TurnLeft | None, plan: str) -> str:
     """What a terminal says of its turn when the host running it stopped, from the facts the
     ledger committed (``plan``: the ``maka plan`` command to look with). A call dispatched with
@@ -288,7 +277,7 @@ def host_stopped_words(left: _TurnLeft | None, plan: str) -> str:
         said, look = "it had run no tool call, so it changed nothing", "you can run it again"
     if left.unstarted:
         plural = "s" if len(left.unstarted) > 1 else ""
-        said += f"; the model's call{plural} to {_listed(left.unstarted)} never ran"
+        said += f"; the model's call{plural} to {calls_listed(left.unstarted)} never ran"
     repair = "" if left.ended else "; the next start repairs what it left"
     return f"{said}: {look} ({recorded}{repair})"
 

@@ -166,8 +166,8 @@ def require_same_folder(cwd: str, session_id: str, session_cwd: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.commands.cancellable_turn import run_cancellable
     from app.commands.cli_session_host import owned_session_host
-    from app.commands.terminal_transcript import StdinPermissionAsker, TerminalTranscript
     from app.host.host_client import attach
+    from app.host.terminal_transcript import StdinPermissionAsker, TerminalTranscript, left_running
     from runtime.agent.permission_policy import PermissionMode, PermissionPolicy
     from runtime.agent.session_service import require_utf8
     from runtime.base.cancel_token import OUTPUT_CLOSED, CancelToken
@@ -250,25 +250,11 @@ def run(args: argparse.Namespace) -> int:
             result.status,
             result.failure_class,
             getattr(result, "stop_reason", None),
-            result.message,
+            # A call whose outcome could not be committed (T2 refused: the database went
+            # away mid-call) ran all the same: said, as when the store stops the turn.
+            (result.message or "") + left_running(transcript, session.session_id) or None,
             session.session_id,
         )
-
-
-def left_running(transcript: Any, session_id: str) -> str:
-    """A turn stopped by its store (the database went away, the disk filled, the lease was
-    lost): the calls it had started with no outcome recorded, which may have done part of
-    their work, said as a terminal says it when its host stops; "" when none had."""
-    from app.commands.host_turn import calls_words
-
-    running = transcript.started_without_outcome()
-    if not running:
-        return ""
-    return (
-        f". {calls_words(running)} had started with no outcome recorded and may have done "
-        f"part of its work: look before you run it again ({maka_command(f'plan {session_id}')} "
-        "says what was recorded once the database answers)"
-    )
 
 
 def turn_ended(

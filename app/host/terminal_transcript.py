@@ -19,7 +19,7 @@ import shutil
 import sys
 import textwrap
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TextIO
 
 from app.code_text import describe
@@ -338,3 +338,30 @@ def permission_question_text(question: PermissionQuestion, width: int) -> str:
         lines.append(f"  {AUTO_MODE_WARNING}")
     lines.append("Allow? [y/N] ")
     return "\n".join(lines)
+
+
+def calls_listed(names: Sequence[str]) -> str:
+    """``bash``, ``read_file and bash``, ``read_file, list_dir, bash and 2 more``."""
+    if len(names) > 3:
+        return f"{', '.join(names[:3])} and {len(names) - 3} more"
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def calls_words(names: Sequence[str]) -> str:
+    """``1 tool call (write_file)``, ``2 tool calls (read_file and bash)``."""
+    return f"{len(names)} tool call{'' if len(names) == 1 else 's'} ({calls_listed(names)})"
+
+
+def left_running(transcript: TerminalTranscript, session_id: str) -> str:
+    """A turn stopped by its store (the database went away, the disk filled, the lease was
+    lost), or ended because a call's outcome could not be committed: the calls it had started
+    with no outcome recorded, which may have done part of their work, said as a terminal says
+    it when its host stops; "" when none had."""
+    running = transcript.started_without_outcome()
+    if not running:
+        return ""
+    return (
+        f". {calls_words(running)} had started with no outcome recorded and may have done "
+        f"part of its work: look before you run it again ({maka_command(f'plan {session_id}')} "
+        "says what was recorded once the database answers)"
+    )

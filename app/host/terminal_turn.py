@@ -26,7 +26,11 @@ from app.host.host_services import (
     TurnSink,
 )
 from app.host.live_turn_view import LiveTurnView
-from app.host.terminal_transcript import TerminalTranscript, permission_question_text
+from app.host.terminal_transcript import (
+    TerminalTranscript,
+    left_running,
+    permission_question_text,
+)
 from runtime.agent.permission_policy import (
     Decision,
     PermissionAsker,
@@ -167,14 +171,17 @@ def terminal_turn(
             settings=settings,
         )
     except LedgerError as error:
-        raise HostServiceError(error.code, error.message) from None
+        raise HostServiceError(
+            error.code, error.message + left_running(transcript, session_id)
+        ) from None
     return TerminalTurnEnd(
         session_id,
         outcome.run_id,
         outcome.status.value,
         outcome.failure_class,
         outcome.stop_reason,
-        outcome.message,
+        # A call whose outcome could not be committed ran all the same (maka run says so too).
+        (outcome.message or "") + left_running(transcript, session_id) or None,
     )
 
 

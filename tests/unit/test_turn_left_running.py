@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import io
 
-from app.commands.run_cmd import left_running
-from app.host.terminal_transcript import TerminalTranscript
+from app.host.terminal_transcript import TerminalTranscript, left_running
 from tests.helpers.ledger_builders import call_event, dispatch_event, response_event
 
 
