@@ -212,10 +212,25 @@ def _operation_derived_in_run(conn: sqlite3.Connection, run_id: str, event_id: s
     return row is not None
 
 
+def _stored_bytes(event_id: str, payload: object) -> bytes:
+    """An event's stored payload: the bytes Maka wrote. Any other value there (text, a number,
+    NULL: the row was edited by hand, with a tool that stores text) is damage, said so with
+    ``store_corrupt`` as a payload that no longer decodes is."""
+    if isinstance(payload, bytes | bytearray | memoryview):
+        return bytes(payload)
+    kind = "text" if isinstance(payload, str) else type(payload).__name__
+    raise StoreRefusal(
+        StoreCode.STORE_CORRUPT,
+        f"stored event {event_id} does not decode: its payload is stored as {kind}, not as the "
+        "bytes Maka writes (the row was changed outside Maka)",
+        event_id,
+    )
+
+
 def decode_row(row: Sequence[Any]) -> StoredEvent:
     """A ``runtime_events`` row (``EVENT_COLUMNS`` order) as a checked ``StoredEvent``."""
     event_id, session_id, invocation_id, run_id, turn_id, seq, payload, committed_at = row
-    payload_bytes = bytes(payload)
+    payload_bytes = _stored_bytes(event_id, payload)
     try:
         event = decode_event_json(payload_bytes)
     except LedgerError as error:
@@ -250,7 +265,7 @@ def lookup_payload(conn: sqlite3.Connection, event: RuntimeEvent) -> tuple[bytes
     row = find_event_row(conn, "payload, event_seq", event)
     if row is None:
         return None
-    return bytes(row[0]), int(row[1])
+    return _stored_bytes(str(event["id"]), row[0]), int(row[1])
 
 
 def read_event(

@@ -1,0 +1,82 @@
+"""One event of a session's interrupted run no longer decodes (its row edited outside Maka).
+Startup recovery quarantines the run and Safe resume parks with ``runtime_ledger_unreadable``
+(docs/design/recovery.md); ``maka plan`` and ``maka resume`` ended with ``store_corrupt``
+(exit 1) instead, reading the run's calls for the list under the plan. A payload stored as text
+(what a hand edit with a text-typed value leaves) printed a Python traceback."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.maka_run import committed_runs, maka, scripted_env, write_script
+
+pytestmark = pytest.mark.e2e
+
+FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+
+
+def _interrupted(tmp_path: Path) -> tuple[Path, dict[str, str], str, str]:
+    """A session whose second run was killed at P6; its data folder, env, session, run."""
+    work = tmp_path / "work"
+    work.mkdir()
+    calls = [
+        {"id": f"c{n}", "name": "write_file", "args": {"path": f"{n}.txt", "content": "x"}}
+        for n in (1, 2)
+    ]
+    script = write_script(
+        tmp_path / "script.json",
+        [[{"text": "first"}], [{"toolCalls": [calls[0]]}, {"toolCalls": [calls[1]]}]],
+    )
+    env = {**scripted_env(script), **FLAG}
+    data = tmp_path / "data"
+    first = maka(["run", "--cwd", str(work), "hello"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    killed = maka(
+        ["run", "--session", session, "--permission-mode", "auto", "write two"],
+        data,
+        env={**env, "MAKA_FAILPOINT": "P6"},
+    )
+    assert killed.returncode == -9, killed.stderr
+    run = next(h for h, _ in committed_runs(data) if h.status == "running").run_id
+    return data, env, session, run
+
+
+def _damage(data: Path, run: str, as_text: bool) -> None:
+    with sqlite3.connect(data / "runtime.sqlite") as conn:
+        (payload,) = conn.execute(
+            "SELECT payload FROM runtime_events WHERE run_id = ? AND event_seq = 2", (run,)
+        ).fetchone()
+        event = json.loads(bytes(payload))
+        event["bogusKey"] = 1
+        text = json.dumps(event)
+        conn.execute(
+            "UPDATE runtime_events SET payload = ? WHERE run_id = ? AND event_seq = 2",
+            (text if as_text else text.encode(), run),
+        )
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_a_run_whose_event_no_longer_decodes_parks_its_session(
+    tmp_path: Path, as_text: bool
+) -> None:
+    data, env, session, run = _interrupted(tmp_path)
+    _damage(data, run, as_text)
+    for command in (["plan", session], ["resume", session, "--permission-mode", "auto"]):
+        result = maka(command, data, env=env)
+        assert "Traceback" not in result.stderr, result.stderr
+        assert result.returncode == 3, (command, result.stdout, result.stderr)
+        assert "runtime_ledger_unreadable" in result.stdout, result.stdout
+    listed = maka(["sessions"], data, env=env)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    # Reading the damaged run itself says what is wrong, with its code.
+    timeline = maka(["timeline", session], data, env=env)
+    assert "Traceback" not in timeline.stderr, timeline.stderr
+    assert "[store_corrupt]: stored event" in timeline.stderr, timeline.stderr
+    assert "does not decode" in timeline.stderr, timeline.stderr
+    if as_text:
+        assert "payload is stored as text" in timeline.stderr, timeline.stderr
