@@ -26,6 +26,7 @@ P6 after the result was published to observers, before it is returned to the mod
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -43,7 +44,7 @@ from runtime.agent.write_question import write_question
 from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION, CancelToken
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_json_bytes, operation_id
 from runtime.ledger.crash_points import CrashPoint, failpoint
-from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.event_model import MAX_SAFE_INTEGER, RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import CommitResult
 from runtime.providers.provider_port import ToolResult
@@ -90,6 +91,40 @@ class _PendingCall:
     op_id: str
     call_event: RuntimeEvent
     committed: bool = False
+
+
+def recordable_args(args: Any) -> tuple[Any, list[str]]:
+    """``args`` with every number canonical JSON cannot carry (NaN, an infinity, an integer, or
+    an integral float, beyond +-(2^53-1)) replaced by its text, and where each was (``$`` is
+    the arguments themselves); ``(args, [])`` when there is none."""
+    found: list[str] = []
+
+    def walk(value: Any, where: str) -> Any:
+        if isinstance(value, bool) or value is None or isinstance(value, str):
+            return value
+        if isinstance(value, int):
+            if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+                return value
+            found.append(where)
+            return str(value)
+        if isinstance(value, float):
+            if math.isfinite(value) and not (
+                value.is_integer() and MAX_SAFE_INTEGER < abs(value) < 1e21
+            ):
+                return value
+            found.append(where)
+            return "NaN" if math.isnan(value) else repr(value).replace("inf", "Infinity")
+        if isinstance(value, dict):
+            return {key: walk(child, f"{where}.{key}") for key, child in value.items()}
+        if isinstance(value, list):
+            return [walk(child, f"{where}[{index}]") for index, child in enumerate(value)]
+        return value
+
+    try:
+        walked = walk(args, "$")
+    except RecursionError:  # nested past what any record holds: refused whole
+        return {}, ["$ (nested too deeply)"]
+    return (walked, found) if found else (args, [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +266,11 @@ class ToolRuntime:
         """Run one model tool call through preflight, T1, the tool and T2; return the result
         the model may see (committed before it is returned)."""
         failpoint(CrashPoint.P0)
+        recordable, unrecordable = recordable_args(call.args)
+        if unrecordable:
+            # Numbers no record can hold (NaN, an infinity, an integer past 2^53): the call is
+            # recorded with them as text and refused, so the model hears why; the turn goes on.
+            call = replace(call, args=recordable)
         identity = self._builder.identity
         op_id = operation_id(identity.invocation_id, call.call_id)
         call_event = self._builder.function_call(
@@ -242,6 +282,15 @@ class ToolRuntime:
             ts=self._now(),
         )
         pending = _PendingCall(call, op_id, call_event)
+        if unrecordable:
+            return self._refuse(
+                pending,
+                ToolRefusalCode.ARGUMENTS_INVALID,
+                f"invalid arguments: {', '.join(unrecordable[:5])} held a number no record can "
+                "hold (not finite, or an integer beyond +-(2^53-1)); the call did not run, and "
+                "those values are recorded as text. Send them as finite numbers within that "
+                "range, or as strings",
+            )
         tool = self._catalog.get(call.name)
         if tool is None:
             known = ", ".join(self._catalog.names())

@@ -506,3 +506,46 @@ def test_a_new_turn_after_an_unknown_outcome_gets_a_host_notice_not_the_call(
     assert '"type": "tool_call"' not in history
     assert "outcome is unknown" in history and "echo x >> counter" in history
     assert (workspace / "counter").read_text() == "x\n"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ({"path": "n.txt", "content": "x", "extra": float("nan")}, "$.extra", "NaN"),
+        ({"command": "ls", "timeout": float("inf")}, "$.timeout", "Infinity"),
+        ({"path": "b.txt", "content": "x", "n": [1, 2**60]}, "$.n[1]", str(2**60)),
+        ({"path": "f.txt", "content": "x", "n": -1e20}, "$.n", "-1e+20"),
+    ],
+)
+def test_a_number_no_record_can_hold_refuses_the_call_not_the_turn(
+    store: SqliteLedgerStore, workspace: Path, tmp_path: Path, case: tuple[Any, str, str]
+) -> None:
+    """NaN, an infinity (``1e400`` reads as one) or an integer past 2^53 in a call's arguments:
+    the call event could not be committed, and the turn ended ``tool_boundary_failed`` with
+    "preflight runtime commit failed", the model never told. The call is now recorded with the
+    value as text and refused; the model hears why and the turn goes on."""
+    args, where, recorded = case
+    name = "bash" if "command" in args else "write_file"
+    steps = [_call("c1", name, args), {"text": "understood"}]
+    service, record = _service(store, {"steps": steps}, tmp_path)
+    outcome, _ = _turn(service, workspace)
+    assert outcome.status is RunStatus.COMPLETED, outcome.message
+    events = _ledger(store, outcome.run_id)
+    assert [shape(e) for e in events] == [
+        "user",
+        "call",
+        "unbound_response",
+        "text",
+        "terminal_completed",
+    ]
+    call, response = events[1]["content"], events[2]["content"]
+    assert call["kind"] == "function_call" and response["kind"] == "function_response"
+    key, _, index = where[2:].partition("[")
+    value = call["args"][key]
+    assert (value[int(index[:-1])] if index else value) == recorded, call["args"]
+    result = response["result"]
+    assert result["code"] == "arguments_invalid", result
+    assert where in result["error"] and "did not run" in result["error"], result
+    assert list(workspace.iterdir()) == []
+    # The model's next request holds the call as recorded, answered once.
+    assert record.read_text().count('"c1"') >= 2
