@@ -93,6 +93,49 @@ class _PendingCall:
     committed: bool = False
 
 
+MAX_ARGS_BYTES = 32 << 20
+"""The largest arguments a call may carry (32 MiB of canonical JSON): its event must fit, with
+room to spare, in one line of an export (64 MiB), or the session could be exported but never
+imported again."""
+
+
+def _oversized(args: Any) -> str:
+    """Why ``args`` are too large to record (their size said), or "" when they are not."""
+    try:
+        size = len(canonical_json_bytes(args))
+    except LedgerError:
+        return ""  # refused by schema checks as before, with its own words
+    if size <= MAX_ARGS_BYTES:
+        return ""
+    return (
+        f"the arguments are {size / (1 << 20):.1f} MiB, more than the "
+        f"{MAX_ARGS_BYTES >> 20} MiB a call may carry"
+    )
+
+
+def _as_recorded(call: ModelToolCall) -> tuple[ModelToolCall, str]:
+    """``call`` as it can be recorded, and why it is refused ("" when it is whole): numbers no
+    record can hold (NaN, an infinity, an integer past 2^53) recorded as text; arguments past
+    ``MAX_ARGS_BYTES`` left out."""
+    recordable, unrecordable = recordable_args(call.args)
+    if unrecordable:
+        call = replace(call, args=recordable)
+    oversized = _oversized(call.args)
+    if oversized:
+        return replace(call, args={"omitted": oversized}), (
+            f"invalid arguments: {oversized}; the call did not run, and its arguments are not "
+            "recorded. Write large content in parts (several smaller calls)"
+        )
+    if unrecordable:
+        return call, (
+            f"invalid arguments: {', '.join(unrecordable[:5])} held a number no record can "
+            "hold (not finite, or an integer beyond +-(2^53-1)); the call did not run, and "
+            "those values are recorded as text. Send them as finite numbers within that "
+            "range, or as strings"
+        )
+    return call, ""
+
+
 def recordable_args(args: Any) -> tuple[Any, list[str]]:
     """``args`` with every number canonical JSON cannot carry (NaN, an infinity, an integer, or
     an integral float, beyond +-(2^53-1)) replaced by its text, and where each was (``$`` is
@@ -266,11 +309,9 @@ class ToolRuntime:
         """Run one model tool call through preflight, T1, the tool and T2; return the result
         the model may see (committed before it is returned)."""
         failpoint(CrashPoint.P0)
-        recordable, unrecordable = recordable_args(call.args)
-        if unrecordable:
-            # Numbers no record can hold (NaN, an infinity, an integer past 2^53): the call is
-            # recorded with them as text and refused, so the model hears why; the turn goes on.
-            call = replace(call, args=recordable)
+        # Arguments no record can hold: the call is recorded without them and refused, so the
+        # model hears why; the turn goes on.
+        call, unrecordable = _as_recorded(call)
         identity = self._builder.identity
         op_id = operation_id(identity.invocation_id, call.call_id)
         call_event = self._builder.function_call(
@@ -283,14 +324,7 @@ class ToolRuntime:
         )
         pending = _PendingCall(call, op_id, call_event)
         if unrecordable:
-            return self._refuse(
-                pending,
-                ToolRefusalCode.ARGUMENTS_INVALID,
-                f"invalid arguments: {', '.join(unrecordable[:5])} held a number no record can "
-                "hold (not finite, or an integer beyond +-(2^53-1)); the call did not run, and "
-                "those values are recorded as text. Send them as finite numbers within that "
-                "range, or as strings",
-            )
+            return self._refuse(pending, ToolRefusalCode.ARGUMENTS_INVALID, unrecordable)
         tool = self._catalog.get(call.name)
         if tool is None:
             known = ", ".join(self._catalog.names())

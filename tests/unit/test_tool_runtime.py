@@ -549,3 +549,29 @@ def test_a_number_no_record_can_hold_refuses_the_call_not_the_turn(
     assert list(workspace.iterdir()) == []
     # The model's next request holds the call as recorded, answered once.
     assert record.read_text().count('"c1"') >= 2
+
+
+def test_arguments_past_what_an_export_line_holds_are_left_out_and_the_call_refused(
+    store: SqliteLedgerStore, workspace: Path, tmp_path: Path
+) -> None:
+    """A call carrying more than ``MAX_ARGS_BYTES`` (a 70 MiB ``write_file``): the session was
+    recorded and exported, and the export refused by ``maka import`` (a line past 64 MiB). The
+    call is now recorded without its arguments and refused, saying their size."""
+    from runtime.agent import tool_runtime
+
+    content = "y" * (tool_runtime.MAX_ARGS_BYTES + 1)
+    args = {"path": "big.txt", "content": content}
+    steps = [_call("c1", "write_file", args), {"text": "I will write it in parts"}]
+    service, _ = _service(store, {"steps": steps}, tmp_path)
+    outcome, _ = _turn(service, workspace)
+    assert outcome.status is RunStatus.COMPLETED, outcome.message
+    events = _ledger(store, outcome.run_id)
+    call, response = events[1]["content"], events[2]["content"]
+    assert call["kind"] == "function_call"
+    assert set(call["args"]) == {"omitted"}, call["args"]
+    assert response["kind"] == "function_response"
+    result = response["result"]
+    assert result["code"] == "arguments_invalid", result
+    assert "more than the 32 MiB a call may carry" in result["error"], result
+    assert not (workspace / "big.txt").exists()
+    assert max(len(row.payload) for row in store.read_run_events(outcome.run_id)) < 1 << 20
