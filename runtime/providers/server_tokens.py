@@ -33,6 +33,7 @@ import ipaddress
 import json
 import socket
 import ssl
+import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -177,7 +178,18 @@ class ServerTokens:
                 with contextlib.suppress(OSError):
                     held.shutdown(socket.SHUT_RDWR)
 
+        # The whole question is bounded, not only each read: a server that trickles its
+        # answer a byte at a time would otherwise hold the turn forever.
+        expired = threading.Event()
+
+        def out_of_time() -> None:
+            expired.set()
+            abort()
+
+        whole = threading.Timer(self._timeout * 2, out_of_time)
+        whole.daemon = True
         unregister = self._cancel.on_cancel(abort)
+        whole.start()
         try:
             connection.connect()
             if connection.sock is not None:
@@ -194,8 +206,11 @@ class ServerTokens:
             self._silent = True
             return None
         except (OSError, http.client.HTTPException, ValueError):
+            if expired.is_set():
+                self._silent = True  # it let the question run out of time: asked nothing more
             return None
         finally:
+            whole.cancel()
             unregister()
             with contextlib.suppress(Exception):
                 connection.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -205,9 +206,10 @@ def test_only_servers_on_this_computer_or_network_are_asked(host: str, local: bo
 
 
 class _Hanging:
-    """A server whose GET never answers (until released) and whose chat answers at once."""
+    """A server whose GET never answers (until released) and whose chat answers at once;
+    ``trickle``: its GET answers 200 and then sends one byte of its body at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, trickle: bool = False) -> None:
         self.release = threading.Event()
         self.asked: list[str] = []
         outer = self
@@ -217,6 +219,18 @@ class _Hanging:
 
             def do_GET(self) -> None:
                 outer.asked.append(f"GET {self.path}")
+                if trickle:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "100000")
+                    self.end_headers()
+                    while not outer.release.wait(0.3):
+                        try:
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                        except OSError:
+                            return
+                    return
                 outer.release.wait(60)
 
             def do_POST(self) -> None:
@@ -250,6 +264,21 @@ def test_a_server_that_lets_a_question_time_out_is_asked_nothing_more() -> None:
         server.close()
     assert events[-1] == Finished("end_turn")
     assert server.asked == ["GET /props", "POST /v1/chat/completions"]
+
+
+def test_a_server_that_trickles_its_answer_to_a_question_is_asked_nothing_more() -> None:
+    """A server answering the context-size question 200, then a byte every 0.3 s: each read
+    was answered within the timeout, so ``maka run`` waited forever before the turn."""
+    server = _Hanging(trickle=True)
+    started = time.monotonic()
+    try:
+        provider = OpenAICompatibleProvider(OpenAISettings(server.base_url, "tiny", read_timeout=1))
+        events = list(provider.stream(_request("hello"), CancelToken()))
+    finally:
+        server.close()
+    assert events[-1] == Finished("end_turn")
+    assert server.asked == ["GET /props", "POST /v1/chat/completions"]
+    assert time.monotonic() - started < 30
 
 
 def test_cancelling_while_the_server_is_asked_stops_the_turn_unsent() -> None:
