@@ -40,8 +40,10 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge_contract import RunStatusValue, SessionSummary
+from app.visible_text import visible
 from renderer import theme
 from renderer.park_text import Severity
+from renderer.plain_tip import plain_tip
 
 LOOK_MS = 2500
 """How long the open session stays in view, in the active window, before what automatic resume
@@ -61,6 +63,20 @@ _RUNNING_STATUSES = frozenset(
 
 def _tr(text: str) -> str:
     return QCoreApplication.translate("SessionList", text)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of a row: its control characters by name (``visible``), and the
+    newlines and tabs ``visible`` keeps named too. A folder's name is not the user's writing: a
+    name holding an escape sequence showed as boxes, and one holding a newline broke the row in
+    two (a title may hold the folder's name: ``distinct_title``)."""
+    return visible(text).replace("\n", "<LF>").replace("\t", "<TAB>")
+
+
+def folder_words(summary: SessionSummary) -> str:
+    """The folder line of a session's row: the folder's name (its whole path when it has no
+    name, ``/``), as one line."""
+    return one_line(PurePath(summary.cwd).name or summary.cwd)
 
 
 def display_title(summary: SessionSummary) -> str:
@@ -149,16 +165,17 @@ class SessionListModel(QAbstractListModel):
             # The main process is gone: a turn shown as running was interrupted.
             summary = summary.model_copy(update={"interrupted": True})
         if role == Qt.ItemDataRole.DisplayRole:
-            return display_title(summary)
+            return one_line(display_title(summary))
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{display_title(summary)}\n{summary.cwd}"
+            # (as text: a folder named ``a<b>c`` is not markup)
+            return plain_tip(f"{one_line(display_title(summary))}\n{one_line(summary.cwd)}")
         if role == Qt.ItemDataRole.AccessibleTextRole:
             badge = badge_for(
                 summary,
                 summary.session_id in self._waiting,
                 self._announced.get(summary.session_id),
             )
-            title = display_title(summary)
+            title = one_line(display_title(summary))
             return f"{title}, {badge[0]}" if badge else title
         if role == SUMMARY_ROLE:
             return summary
@@ -297,7 +314,7 @@ class SessionDelegate(QStyledItemDelegate):
             bool(index.data(WAITING_ROLE)),
             Announcement(announced) if announced in set(Announcement) else None,
         )
-        folder = PurePath(summary.cwd).name or summary.cwd
+        folder = folder_words(summary)
         if badge is None:
             folder_rect = QRect(rect.left(), top, rect.width(), sub.height())
             return RowLayout(

@@ -40,6 +40,7 @@ from app.cli_errors import EXIT_ERROR, EXIT_OK
 from app.code_text import describe
 from app.park_guidance import LEDGER_CHECK_CODES
 from runtime.ledger.command_words import maka_command
+from runtime.ledger.file_names import shown_name
 
 if TYPE_CHECKING:
     from runtime.ledger.checkpoint_ports import CheckpointCarrier
@@ -83,11 +84,13 @@ def _privacy_problems(data_dir: Path) -> list[dict[str, str]]:
     problems = []
     for path, mode in wider_modes(data_dir):
         wanted = "700" if path.is_dir() else "600"
+        name = shown_name(str(path))
+        # (a name that is not one printable line is quoted: no command to paste is made of it)
+        fix = f"run 'chmod {wanted} {path}'" if name == str(path) else f"chmod it to {wanted}"
         problems.append(
             {
                 "code": str(DoctorCode.DATA_NOT_PRIVATE),
-                "message": f"{path} has mode {mode:o}: other users can read it; "
-                f"run 'chmod {wanted} {path}'",
+                "message": f"{name} has mode {mode:o}: other users can read it; {fix}",
             }
         )
     return problems
@@ -105,8 +108,8 @@ def _abandoned_copies(store: LedgerReader, carrier: CheckpointCarrier) -> list[d
             "code": DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
             "sessionId": session.session_id,
             "path": path,
-            "message": f"a restored copy at {path} was made by a resume that did not start; "
-            "Maka will not use it. If you do not need it, you may remove that folder.",
+            "message": f"a restored copy at {shown_name(path)} was made by a resume that did not "
+            "start; Maka will not use it. If you do not need it, you may remove that folder.",
         }
         for session in sessions
         for path in abandoned_restores(store, carrier, session.session_id)
@@ -114,9 +117,9 @@ def _abandoned_copies(store: LedgerReader, carrier: CheckpointCarrier) -> list[d
         {
             "code": DiagnosticCode.WORKSPACE_RESTORE_ABANDONED.value,
             "path": path,
-            "message": f"a restored copy at {path} belongs to no session of this data folder: "
-            "the branch or resume that made it did not finish (Maka stopped while making it), "
-            "or its session was removed; Maka will not use it. If you do not need it, you may "
+            "message": f"a restored copy at {shown_name(path)} belongs to no session of this data "
+            "folder: the branch or resume that made it did not finish (Maka stopped while making "
+            "it), or its session was removed; Maka will not use it. If you do not need it, you may "
             "remove that folder.",
         }
         for path in _copies_of_no_session(carrier, {s.session_id for s in sessions})
@@ -164,7 +167,7 @@ def _awaiting_repair(store: LedgerReader, data_dir: Path) -> list[dict[str, str]
 
 
 def _workspace_line(item: dict[str, str]) -> str:
-    line = f"workspace {item['cwd']}: marker {item['marker']}"
+    line = f"workspace {shown_name(item['cwd'])}: marker {item['marker']}"
     if item["marker"] == "folder_missing":  # gone, or a file (or a link) has its name now
         from runtime.continuation.continuation_planner import folder_gone
 
@@ -177,6 +180,16 @@ def _workspace_line(item: dict[str, str]) -> str:
             "message carries on)"
         )
     return line
+
+
+def _folders_named(message: str, folders: list[str]) -> str:
+    """``message`` with each of ``folders`` in it (a session's folder, named by a workspace
+    marker's problem) as one line: quoted when it holds a newline or another character that
+    does not print, as ``_workspace_line`` names it."""
+    for folder in folders:
+        if folder and not folder.isprintable() and folder in message:
+            message = message.replace(folder, shown_name(folder))
+    return message
 
 
 def _not_carried(uncarried: list[CheckpointRow], not_carried: set[str]) -> list[dict[str, str]]:
@@ -228,6 +241,26 @@ def _unnamed(unnamed: list[CheckpointRow]) -> list[dict[str, str]]:
     ]
 
 
+def _superseded(rows: list[CheckpointRow]) -> list[dict[str, str]]:
+    """One note per session whose lost snapshots a later, whole one has superseded: no resume
+    compares the folder with them any more (a ``--rebaseline`` or a later turn took its own),
+    so they are no problem; only a branch from one of their points lacks its files."""
+    by_session: dict[str, list[CheckpointRow]] = {}
+    for row in rows:
+        by_session.setdefault(row.session_id, []).append(row)
+    return [
+        {
+            "code": "workspace_checkpoint_missing",
+            "sessionId": session_id,
+            "message": f"{len(lost)} earlier snapshot(s) of the session's folder are gone from "
+            "the checkpoint store, and a later snapshot, whole, has taken their place: resume "
+            "is unaffected; a branch from one of those earlier points can take only the current "
+            "files (maka branch --current-files)",
+        }
+        for session_id, lost in by_session.items()
+    ]
+
+
 def _kept_elsewhere(missing: list[CheckpointRow]) -> list[dict[str, str]]:
     """One note per session whose snapshots are not in this data folder, on a ledger shared by
     several hosts: each host keeps the snapshots it took in its own data folder."""
@@ -266,9 +299,9 @@ def _damage_problems(
             f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is "
             f"damaged in the checkpoint store: {damaged_names(objects)} held bytes that are not "
             "what it recorded and were moved aside (to "
-            f"{os.path.dirname(objects[0].moved_to)}); a restore from it is refused until a "
-            "capture of the folder writes them again (the next one does, if the folder still "
-            "holds those bytes)",
+            f"{shown_name(os.path.dirname(objects[0].moved_to))}); a restore from it is refused "
+            "until a capture of the folder writes them again (the next one does, if the folder "
+            "still holds those bytes)",
             row.run_id,
             row.event_id,
         )
@@ -300,8 +333,9 @@ def _verification_lines(verification: SnapshotVerification | None, aside: int) -
         + (f" ({aside} missing objects moved aside before)" if aside else "")
     ]
     lines.extend(
-        f"  moved aside: {damaged.object_id} ({damaged.path or 'a top folder'}) of "
-        f"{store_name} to {damaged.moved_to}"
+        f"  moved aside: {damaged.object_id} "
+        f"({shown_name(damaged.path) if damaged.path else 'a top folder'}) of "
+        f"{shown_name(store_name)} to {shown_name(damaged.moved_to)}"
         for store_name, damaged in verification.moved[:20]
     )
     if verification.moved:
@@ -372,6 +406,7 @@ def run(args: argparse.Namespace) -> int:
         database: Path | str = f"{redacted(url)} (PostgreSQL)"
     else:
         database = data_dir / DATABASE_NAME
+    shown = shown_name(str(database))  # in the text: a folder name is one line, quoted if need be
     privacy = _privacy_problems(data_dir)
     privacy_lines = [f"PROBLEM [{p['code']}] {p['message']}" for p in privacy]
     try:
@@ -390,9 +425,9 @@ def run(args: argparse.Namespace) -> int:
                     "problems": privacy,
                 },
                 [
-                    f"the database {database} is empty: nothing to check"
+                    f"the database {shown} is empty: nothing to check"
                     if present
-                    else f"no database at {database}: nothing to check",
+                    else f"no database at {shown}: nothing to check",
                     *privacy_lines,
                 ],
             )
@@ -407,7 +442,7 @@ def run(args: argparse.Namespace) -> int:
                 "problems": [refused, *privacy],
             },
             [
-                f"database: {database}",
+                f"database: {shown}",
                 f"PROBLEM [{refusal.code}] {refusal.message}",
                 *privacy_lines,
             ],
@@ -444,7 +479,7 @@ def run(args: argparse.Namespace) -> int:
                     "problems": [failed, *privacy],
                 },
                 [
-                    f"database: {database}",
+                    f"database: {shown}",
                     f"PROBLEM [{refusal.code}] {refusal.message}",
                     *privacy_lines,
                 ],
@@ -472,16 +507,23 @@ def run(args: argparse.Namespace) -> int:
     # recorded by another host is expected to be missing here (docs/postgres.md).
     shared = server is not None
     elsewhere = [row for row in checkpoints.missing if shared and not carried_not(row)]
+    superseded = {row.event_id for row in checkpoints.superseded}
     report.problems.extend(
         DoctorProblem(
             "workspace_checkpoint_missing",
             f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is recorded "
-            "but its Git objects are gone from the checkpoint store",
+            "but its Git objects are gone from the checkpoint store; it is the session's latest "
+            "snapshot, so a resume cannot compare the folder with it: "
+            f"{maka_command(f'resume {row.session_id} --rebaseline')} continues with the current "
+            "files if a turn of it was interrupted, and the next turn's snapshot replaces it",
             row.run_id,
             row.event_id,
         )
         for row in checkpoints.missing
-        if not carried_not(row) and not shared
+        if not carried_not(row) and not shared and row.event_id not in superseded
+    )
+    notes.extend(
+        _superseded([row for row in checkpoints.superseded if not carried_not(row) and not shared])
     )
     notes.extend(
         _not_carried([row for row in checkpoints.missing if carried_not(row)], not_carried)
@@ -520,7 +562,7 @@ def run(args: argparse.Namespace) -> int:
         "notes": notes,
     }
     lines = [
-        f"database: {database}",
+        f"database: {shown}",
         f"schema version: {report.schema_version} (program {report.program_schema_version})",
         f"integrity check: {', '.join(report.integrity)}",
         f"sessions: {report.sessions}, runs: {report.runs}, events: {report.events}, "
@@ -587,6 +629,7 @@ def run(args: argparse.Namespace) -> int:
         message = problem.message
         if message == f"tool ledger issue {problem.code}" and problem.code in LEDGER_CHECK_CODES:
             message = describe(problem.code).sentence  # the scanner's message is only its code
+        message = _folders_named(message, [item["cwd"] for item in report.workspaces])
         lines.append(f"PROBLEM [{problem.code}] {where + ': ' if where else ''}{message}")
     lines.append("ok" if report.ok else f"{len(report.problems)} problem(s) found")
     _emit(args, document, lines)

@@ -100,7 +100,7 @@ def options_push(
             BranchOptionItem(
                 event_id=boundary.event_id,
                 run_id=boundary.run_id,
-                seq=boundary.seq,
+                seq=boundary.shown_seq,  # (the timeline's row number)
                 kind=boundary.kind,
                 ts=max(0, boundary.ts),
                 label=_clip(boundary.label, _SHORT),

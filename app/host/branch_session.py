@@ -180,11 +180,15 @@ def branches_from(store: BranchLister, session_id: str) -> list[BranchMark]:
 
 
 def branch_header_words(record: BranchRecord) -> str:
-    """The new session's header line: its source and boundary."""
+    """The new session's header line: its source and boundary. The number is where the history
+    it carries ends (the fact's high water), said as such: past the boundary's own event when
+    events were written with it (an answered call's decision and baseline of the folder), so
+    "event 15" of a boundary the timeline numbers #13 would be untrue."""
     how = "a copy of the current files" if record.current_files else "the folder as it was there"
     return (
         f"branched from session {record.source_session_id} at event {record.boundary_event_id} "
-        f"(run {record.source_run_id}, event {record.source_high_water}), with {how}"
+        f"(run {record.source_run_id}, its history up to event {record.source_high_water}), "
+        f"with {how}"
     )
 
 

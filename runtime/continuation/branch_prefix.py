@@ -95,12 +95,21 @@ class Boundary:
     # For an unsettled point: the later result in its run that gives the last of its open calls
     # an outcome (recovered, or the user's answer), where a branch can start instead.
     settled_at: str | None = None
+    # The point's own ``event_seq``: the number the timeline shows for its row. ``seq`` is where
+    # the history is cut, past it when events were written with it (a recovered or answered
+    # result's decision, the answer's baseline of the folder); a user is shown this one.
+    event_seq: int = 0
+
+    @property
+    def shown_seq(self) -> int:
+        """The point's number as the timeline shows it (its own event's)."""
+        return self.event_seq or self.seq
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "eventId": self.event_id,
             "runId": self.run_id,
-            "seq": self.seq,
+            "seq": self.shown_seq,  # (the timeline's row number, not the cut's high water)
             "kind": self.kind,
             "ts": self.ts,
             "label": self.label,
@@ -232,6 +241,7 @@ def list_boundaries(store: BranchStore, session_id: str) -> list[Boundary]:
                     event_id=event["id"],
                     run_id=header.run_id,
                     seq=row.seq,
+                    event_seq=row.seq,
                     kind=kind,
                     ts=int(event.get("ts") or 0),
                     label=_label(event, kind),

@@ -40,6 +40,7 @@ from runtime.continuation.branch_prefix import (
     list_boundaries,
     resolve_prefix,
 )
+from runtime.continuation.continuation_replay import SegmentIssue
 from runtime.continuation.copy_place import copy_base, place_refusal
 from runtime.continuation.lineage_reader import build_prefix
 from runtime.ledger.branch_facts import BRANCH_START_V1, BranchRecord, branch_record
@@ -201,11 +202,15 @@ class BranchService:
         try:
             prefix = resolve_prefix(reads, header, boundary.seq)
         except BranchRefused as unsettled:
-            if (
-                boundary.settled_at is None
-                or unsettled.code != BranchCode.BRANCH_BOUNDARY_UNSETTLED
-            ):
+            if unsettled.code != BranchCode.BRANCH_BOUNDARY_UNSETTLED:
                 raise
+            if boundary.settled_at is None:
+                # Nothing answers it yet: say how to go on (the refusal alone had no way on).
+                raise BranchRefused(
+                    unsettled.code,
+                    unsettled.message + _ways_on(reads, session_id, boundary, unsettled.issues),
+                    unsettled.issues,
+                ) from None
             # Answered after this point: the answer is where the history is whole.
             raise BranchRefused(
                 unsettled.code,
@@ -469,6 +474,69 @@ class BranchService:
 _FOLDER_REASONS = frozenset(
     {"checkpoint_nested_repository", "checkpoint_lfs_unsupported", "checkpoint_too_large"}
 )
+
+
+_SETTLEABLE = frozenset({"pending_tool_result"})
+"""The replay issues of a call whose outcome is unknown (indeterminate), which the user can
+settle by saying whether it ran (``maka settle``)."""
+_EARLIER_TRIES = 16
+"""How many earlier points a refusal tries, newest first, for one that can be continued."""
+
+
+def _ways_on(
+    reads: BranchStore, session_id: str, boundary: Boundary, issues: Sequence[SegmentIssue]
+) -> str:
+    """The ways on from a point a call without an outcome holds (to follow its refusal's
+    message): settle each such call and branch from the answer it records, or branch from the
+    latest earlier point whose history can be continued."""
+    calls = list(
+        dict.fromkeys(
+            issue.tool_call_id
+            for issue in issues
+            if issue.code in _SETTLEABLE and issue.tool_call_id
+        )
+    )
+    ways = []
+    if calls:
+        settle = " and ".join(
+            maka_command(f"settle {session_id} {call} --ran (or --not-run)") for call in calls
+        )
+        which, it = ("that call", "it") if len(calls) == 1 else ("those calls", "them")
+        ways.append(
+            f"if you know whether {which} ran, record {it} with {settle}, then branch from the "
+            f"result your answer records ({maka_command(f'branch {session_id}')} lists it)"
+        )
+    earlier = _earlier_point(reads, session_id, boundary)
+    if earlier is not None:
+        ways.append(
+            f"branch from {earlier} instead (the latest earlier point whose history can be "
+            "continued)"
+        )
+    said = "; or ".join(ways)
+    return f"; nothing was done. {said[:1].upper()}{said[1:]}" if said else "; nothing was done"
+
+
+def _earlier_point(reads: BranchStore, session_id: str, boundary: Boundary) -> str | None:
+    """The latest point before ``boundary`` a branch can start from (its history is whole
+    there), or None."""
+    points = list_boundaries(reads, session_id)
+    position = next((i for i, point in enumerate(points) if point.event_id == boundary.event_id), 0)
+    tried = 0
+    for point in reversed(points[:position]):
+        if point.unsettled:
+            continue
+        if tried == _EARLIER_TRIES:
+            return None
+        tried += 1
+        header = reads.read_run_header(point.run_id)
+        if header is None:
+            continue
+        try:  # (a call of an earlier run of its lineage may hold it too)
+            resolve_prefix(reads, header, point.seq)
+        except BranchRefused:
+            continue
+        return point.event_id
+    return None
 
 
 def _unavailable(

@@ -148,6 +148,10 @@ class CheckpointAudit:
     # Snapshots retention keeps whose ref is gone (deleted by hand, a damaged ref file) while
     # their objects are still there: retention names each again before it prunes.
     unnamed: list[CheckpointRow] = field(default_factory=list)
+    # Those of ``missing`` that a later snapshot of the same session, whole, has superseded
+    # (taken after a ``--rebaseline``, a settle or simply a later turn): no resume depends on
+    # them any more; only a branch from their own point would, with the current files instead.
+    superseded: list[CheckpointRow] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -155,6 +159,7 @@ class CheckpointAudit:
             "refs": self.refs,
             "unnamed": [{"sessionId": row.session_id, **row.to_json()} for row in self.unnamed],
             "missing": [{"sessionId": row.session_id, **row.to_json()} for row in self.missing],
+            "superseded": [row.event_id for row in self.superseded],
             "damagedAside": [
                 {"sessionId": row.session_id, **row.to_json(), "objects": objects_json(objects)}
                 for row, objects in self.damaged_aside
@@ -215,6 +220,11 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
     aside = {row.event_id for row, _ in audit.damaged_aside}
     audit.missing = [row for row in audit.missing if row.event_id not in aside]
     audit.unnamed = _unnamed(reader, carrier, checked, listed, trimmed)
+    latest: dict[str, int] = {}
+    for row in checked:
+        if row.present:
+            latest[row.session_id] = max(latest.get(row.session_id, row.ts), row.ts)
+    audit.superseded = [row for row in audit.missing if latest.get(row.session_id, -1) > row.ts]
     return audit
 
 
