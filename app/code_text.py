@@ -647,8 +647,8 @@ STORE: dict[str, CodeRecord] = _records(
         "disk_full": (_E, "The disk is full, so Maka cannot save. Free some space and try again."),
         "data_dir_read_only": (
             _E,
-            "Maka's data folder cannot be written. Give your user write access to it, or (on a "
-            "read-only disk) choose another data folder.",
+            "Maka's data folder cannot be written. Give your user write access to it, or copy "
+            "the folder somewhere writable and use the copy as the data folder.",
         ),
         "session_not_found": (_E, "This session no longer exists."),
         "session_has_branches": (

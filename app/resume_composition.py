@@ -33,8 +33,11 @@ def build_resume_service(
     tool_names: Callable[[], tuple[str, ...]],
     shells: BackgroundShellRegistry | None,
     processes: ToolProcessTable | None = None,
+    *,
+    look_only: bool = False,
 ) -> ResumeService:
-    """The seam for planning only (``maka plan``)."""
+    """The seam for planning only (``maka plan``). ``look_only``: its checkpoint store writes
+    nothing in the data folder (``GitCheckpointStore.from_environment``)."""
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     return resume_service(
@@ -45,7 +48,7 @@ def build_resume_service(
         clock=now_ms,
         lifecycle=LifecycleLog.in_data_dir(data_dir, now_ms),
         processes=processes,
-        checkpoints=GitCheckpointStore.from_environment(data_dir),
+        checkpoints=GitCheckpointStore.from_environment(data_dir, look_only=look_only),
     )
 
 

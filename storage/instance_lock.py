@@ -84,6 +84,20 @@ def _try_lock(fd: int) -> bool:
     return True
 
 
+def _try_lock_shared(fd: int) -> bool:
+    """A shared lock on ``fd`` (open for reading only) without waiting; False when someone
+    holds the lock (on Windows, a byte lock, as ``_try_lock`` takes it)."""
+    if sys.platform == "win32":
+        return _try_lock(fd)
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
 def _unlock(fd: int) -> None:
     if sys.platform == "win32":
         import msvcrt
@@ -151,6 +165,37 @@ class InstanceLock:
                 pid, host = self._holder()
                 return LockResult(LockOutcome.HELD_ELSEWHERE, holder_pid=pid, holder_host=host)
             time.sleep(0.02)
+
+    def unheld(self) -> bool:
+        """Whether no process holds the lock now, found without writing anything: for a data
+        folder this process cannot write (a read-only mount, another user's folder), where
+        ``acquire`` is ``UNAVAILABLE``. The file is opened read-only and locked shared for a
+        moment (a live holder's exclusive lock refuses it; the operating system dropped a
+        killed holder's). No file: nobody holds it (a holder keeps its file until it lets go).
+        False when it cannot be told (the file cannot be read): a live holder is never
+        taken for gone."""
+        for _ in range(5):
+            try:
+                fd = os.open(self._path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            except FileNotFoundError:
+                return True
+            except OSError:
+                return False
+            try:
+                if not _try_lock_shared(fd):
+                    return False
+                try:
+                    at_path = self._still_at_path(fd)
+                finally:
+                    _unlock(fd)
+            except OSError:
+                return False
+            finally:
+                os.close(fd)
+            if at_path:
+                return True
+            # (the holder let go and removed it while we looked: look at the file there now)
+        return False
 
     def release(self) -> None:
         fd = self._fd

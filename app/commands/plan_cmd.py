@@ -78,15 +78,19 @@ def run(args: argparse.Namespace) -> int:
                 raise CliError(
                     StoreCode.SESSION_NOT_FOUND, f"no session {args.session}", EXIT_USAGE
                 )
+            if taken.outcome is LockOutcome.UNAVAILABLE:
+                _refuse_unrepaired(store, data_dir, args.session, taken)
             shells = BackgroundShellRegistry.in_data_dir(data_dir)
+            # (looking only: the workspace's snapshot store is not written)
+            checkpoints = GitCheckpointStore.from_environment(data_dir, look_only=True)
             service = build_resume_service(
-                store, data_dir, default_catalog().names, shells, processes=store
+                store, data_dir, default_catalog().names, shells, processes=store, look_only=True
             )
             plan = service.plan_latest(args.session)
             # (a shared ledger: the words name the other process holding the session's lease)
             words = explained_plan(
                 store,
-                GitCheckpointStore.from_environment(data_dir),
+                checkpoints,
                 plan,
                 read_only=not owned,
             )
@@ -112,6 +116,49 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return EXIT_OK if plan.continues else EXIT_PARKED
+
+
+def _refuse_unrepaired(store: Any, data_dir: Any, session_id: str, taken: Any) -> None:
+    """In a data folder this command cannot write (a read-only mount, a full disk), a run of
+    the session whose process is gone (nobody owns the folder) cannot be repaired, so no plan
+    can be made for it: said so (``data_dir_read_only`` or ``disk_full``), never that the turn
+    is still running."""
+    import errno
+
+    from app.host.session_rows import orphaned
+    from runtime.ledger.command_words import maka_command
+
+    marked = [
+        (session_id, header.run_id)
+        for header in store.list_session_runs(session_id)
+        if str(header.status) in ("created", "running")
+    ]
+    gone = orphaned(data_dir, marked, store)
+    if not gone:
+        return
+    run_id = gone[0][1]
+    error = taken.error
+    full = error is not None and error.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1))
+    said = (
+        f"run {run_id} of session {session_id} was interrupted: no Maka process has this data "
+        "folder open, so the process that ran it is gone. Only its repair (which writes to the "
+        "data folder) can say what Safe resume may do"
+    )
+    look = f"{maka_command(f'timeline {session_id}')} shows what it recorded."
+    if full:
+        raise CliError(
+            StoreCode.DISK_FULL,
+            f"{said}, and the disk is full ({taken.detail}). Free some space, then run "
+            f"{maka_command(f'plan {session_id}')} again; {look}",
+            EXIT_ERROR,
+        )
+    raise CliError(
+        StoreCode.DATA_DIR_READ_ONLY,
+        f"{said}, and this data folder cannot be written ({taken.detail}). Copy the data folder "
+        "somewhere writable and give the copy as --data-dir: maka plan there repairs the run "
+        f"and says what can continue. {look}",
+        EXIT_ERROR,
+    )
 
 
 def plan_through_host(args: argparse.Namespace, host: Any) -> int:

@@ -11,13 +11,14 @@ nobody has recovered yet shows as it was left; ``maka plan`` repairs first).
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.cli_errors import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
 from app.data_paths import resolve_data_dir
-from runtime.ledger.codes import StoreCode
+from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.command_words import maka_command
 
 if TYPE_CHECKING:
@@ -69,6 +70,13 @@ def run(args: argparse.Namespace) -> int:
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
     from storage.ledger.ledger_store import open_store
 
+    if args.run is not None and not args.run.strip():
+        # (an unset shell variable, ``--run "$R"``: no run is named, as ``--at ""`` names none)
+        raise CliError(
+            HostCode.INVALID_ARGUMENT,
+            "the run id (--run) is empty; nothing was changed",
+            EXIT_USAGE,
+        )
     data_dir = resolve_data_dir(args.data_dir)
 
     refuse_before_a_ledger(data_dir, args.session)
@@ -88,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             clock=now_ms,
             lifecycle=None,
             processes=store,
-            checkpoints=GitCheckpointStore.from_environment(data_dir),
+            checkpoints=GitCheckpointStore.from_environment(data_dir, look_only=True),
         )
         timeline = read_session_timeline(store, args.session, service.plan_latest, run_id=args.run)
         origin = store.read_branch(args.session)
@@ -125,12 +133,20 @@ def run(args: argparse.Namespace) -> int:
             for run_id in marked:
                 print(held_by_gone_words(run_id, gone_holder))
 
+        writable = os.access(data_dir, os.W_OK)
         for run_id in sorted(abandoned):
-            print(
-                f"run {run_id} is still marked running, but {gone_words(data_dir)}: the "
-                "process that ran it is gone. It is repaired at the next start; "
+            repair = (
+                "It is repaired at the next start; "
                 f"{maka_command(f'plan {args.session}')} repairs it now and says what can "
                 "continue."
+                if writable
+                else "This data folder cannot be written, so it cannot be repaired here: copy "
+                "the data folder somewhere writable and give the copy as --data-dir, where "
+                "maka plan repairs it and says what can continue."
+            )
+            print(
+                f"run {run_id} is still marked running, but {gone_words(data_dir)}: the "
+                f"process that ran it is gone. {repair}"
             )
         if origin is not None:
             # Its record starts with its source's, by reference: say where that part is.

@@ -150,7 +150,12 @@ def folder_free(data_dir: Any) -> bool:
     from storage.instance_lock import InstanceLock, LockOutcome
 
     lock = InstanceLock(data_dir)
-    if lock.acquire().outcome is not LockOutcome.ACQUIRED:
+    outcome = lock.acquire().outcome
+    if outcome is LockOutcome.UNAVAILABLE:
+        # A folder this process cannot write (a read-only mount): the lock cannot be taken,
+        # but whether a live process holds it can still be told (a killed one holds nothing).
+        return lock.unheld()
+    if outcome is not LockOutcome.ACQUIRED:
         return False
     lock.release()
     return True

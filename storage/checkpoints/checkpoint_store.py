@@ -293,9 +293,13 @@ class GitCheckpointStore:
         size_budget: int = DEFAULT_SIZE_BUDGET,
         max_file_bytes: int = MAX_FILE_BYTES,
         turned_off: bool = False,
+        look_only: bool = False,
     ) -> None:
         self._turned_off = turned_off
         self.root = Path(data_dir) / CHECKPOINTS_DIR
+        # A store that only looks (``maka plan``, ``maka timeline``): nothing is written under
+        # ``root`` (``_Overlay``), so it reads a data folder it cannot write, or on a full disk.
+        self._overlay = _Overlay(self.root, self) if look_only else None
         # "find": the ``git`` on PATH; None: run as if there were none.
         self._git = find_git() if isinstance(git, str) else git
         self._size_budget = size_budget
@@ -312,12 +316,13 @@ class GitCheckpointStore:
 
     @classmethod
     def from_environment(
-        cls, data_dir: Path, environ: Mapping[str, str] | None = None
+        cls, data_dir: Path, environ: Mapping[str, str] | None = None, *, look_only: bool = False
     ) -> GitCheckpointStore:
         """The store the app uses: ``MAKA_WORKSPACE_CHECKPOINTS=off`` turns checkpoints off
         (runs then declare ``unavailable`` / ``checkpoint_turned_off`` and resume works as in
-        Phase 1)."""
-        store = cls(data_dir, turned_off=checkpoints_turned_off(environ))
+        Phase 1). ``look_only``: for the commands that only read (``maka plan``, ``maka
+        timeline``), which must write nothing in the data folder (``_Overlay``)."""
+        store = cls(data_dir, turned_off=checkpoints_turned_off(environ), look_only=look_only)
         from storage.ledger.database_choice import uses_postgres
 
         if uses_postgres(data_dir, environ):
@@ -347,7 +352,8 @@ class GitCheckpointStore:
 
     # ---- paths ---------------------------------------------------------------------------------
     def git_dir(self, workspace_identity: str) -> Path:
-        return self.root / f"{workspace_key(workspace_identity)}.git"
+        real = self.root / f"{workspace_key(workspace_identity)}.git"
+        return real if self._overlay is None else self._overlay.git_dir(real)
 
     def index_path(self, workspace_identity: str) -> Path:
         return self.root / f"{workspace_key(workspace_identity)}.index"
@@ -358,7 +364,9 @@ class GitCheckpointStore:
                 CheckpointFailureCode.CHECKPOINT_GIT_FAILED, "git is not available"
             )
         if self._runner is None:
-            home = ensure_private_dir(self.root / ".home")
+            home = ensure_private_dir(
+                self.root / ".home" if self._overlay is None else self._overlay.place / ".home"
+            )
             self._runner = GitRunner(self._git, home)
         return self._runner
 
@@ -380,7 +388,7 @@ class GitCheckpointStore:
         it, read afresh each time)."""
         git_dir = self.git_dir(workspace_identity)
         if not (git_dir / "HEAD").is_file():
-            ensure_private_dir(self.root)
+            ensure_private_dir(git_dir.parent)
             self._git_runner().init_bare(git_dir)
         info = git_dir / "info"
         ensure_private_dir(info)
@@ -408,6 +416,12 @@ class GitCheckpointStore:
     def _locked_key(self, key: str) -> Iterator[None]:
         with self._locks_guard:
             lock = self._locks.setdefault(key, threading.Lock())
+        if self._overlay is not None:
+            # Only looking: no lock file, nothing of a killed capture's settled (a writer does
+            # that); what this store writes goes to its own overlay.
+            with lock:
+                yield
+            return
         with self._holding(lock, f"{key}.lock"):
             # Under the lock no capture runs, so an index.lock is a killed capture's.
             for stale in (
@@ -673,7 +687,9 @@ class GitCheckpointStore:
         with self._locked(workspace_identity):
             git_dir = self._ensure_repo(workspace_identity, folder)
             index = self.index_path(workspace_identity)
-            scratch = self.root / f"{workspace_key(workspace_identity)}.observe.index"
+            scratch = (self.root if self._overlay is None else self._overlay.place) / (
+                f"{workspace_key(workspace_identity)}.observe.index"
+            )
             last = read_last(index)
             runner = self._git_runner()
             diff_ahead: list[Started] = []
@@ -1909,6 +1925,48 @@ class _FolderKinds:
                     found = False
             self._known[parent] = found
         return found
+
+
+class _Overlay:
+    """Where a store that only looks writes: a temporary folder outside the data folder (removed
+    when the store is dropped, or at exit), holding for each private repository it reads a
+    stand-in ``<key>.git``: its ``HEAD``, ``config`` and refs copied, its own empty ``objects``
+    reading the private repository's objects as an alternate (``objects/info/alternates``). So
+    the trees, blobs and indexes an observation makes (Git's and this process's) land there,
+    and the private store, its lock files and its indexes are never written: a look works in a
+    data folder on a read-only mount or a full disk, and leaves nothing behind."""
+
+    def __init__(self, root: Path, owner: object) -> None:
+        import tempfile
+        import weakref
+
+        self.root = root
+        self.place = Path(tempfile.mkdtemp(prefix="maka-look-"))
+        self._made: dict[Path, Path] = {}
+        self._guard = threading.Lock()
+        weakref.finalize(owner, shutil.rmtree, self.place, True)
+
+    def git_dir(self, real: Path) -> Path:
+        """The stand-in for the private repository ``real`` (made at the first call; one with
+        no ``HEAD`` when ``real`` has none, so the store makes it as a new repository)."""
+        with self._guard:
+            made = self._made.get(real)
+            if made is None:
+                made = self.place / real.name
+                ensure_private_dir(made)
+                if (real / "HEAD").is_file():
+                    for name in ("HEAD", "config", "packed-refs"):
+                        with contextlib.suppress(FileNotFoundError):
+                            shutil.copyfile(real / name, made / name)
+                    with contextlib.suppress(FileNotFoundError):
+                        shutil.copytree(real / "refs", made / "refs", symlinks=True)
+                    ensure_private_dir(made / "refs")
+                    info = ensure_private_dir(made / "objects" / "info")
+                    (info / "alternates").write_text(
+                        os.path.realpath(real / "objects") + "\n", encoding="utf-8"
+                    )
+                self._made[real] = made
+            return made
 
 
 def _missing_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> set[str]:

@@ -27,9 +27,13 @@ from storage.ledger.sqlite_connection import connect_writer, sqlite_errors
 _NEW_INFIX = ".new-"
 DISK_FULL_ADVICE = "Free some space, then start Maka again; everything saved before is kept."
 READ_ONLY_ADVICE = (
-    "Give your user read and write access to it (or to the file), or choose another --data-dir."
+    "Give your user read and write access to it (or to the file), or copy the data folder "
+    "somewhere writable and give the copy as --data-dir."
 )
-READ_ONLY_FS_ADVICE = "Choose another --data-dir, on a disk Maka may write to."
+READ_ONLY_FS_ADVICE = (
+    "Copy the data folder somewhere writable and give the copy as --data-dir (or, to start "
+    "afresh, choose another --data-dir on a disk Maka may write to)."
+)
 _SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 
 

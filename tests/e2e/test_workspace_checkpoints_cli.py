@@ -132,7 +132,7 @@ def test_a_deleted_checkpoint_store_fails_closed(tmp_path: Path) -> None:
     code, body = drill.plan()
     assert code == 0, body
     assert _diagnostic(body, "workspace_verified")["detail"]["comparedBy"] == "treeId"
-    shutil.rmtree(drill.data / "checkpoints")
+    assert not (drill.data / "checkpoints").exists()  # (looking made no store again)
     (drill.work / "b.txt").write_text("edited while the store was gone\n")
     code, body = drill.plan()
     assert code == 3
@@ -263,3 +263,43 @@ def test_a_file_newly_ignored_is_left_out_not_deleted(tmp_path: Path) -> None:
     drift = _diagnostic(body, "workspace_drift")
     assert drift["detail"]["leftOutPaths"] == ["b.txt"], drift
     assert {"path": "b.txt", "change": "deleted"} in drift["detail"]["changedPaths"]
+
+
+def test_lost_snapshots_a_rebaseline_took_the_place_of_are_a_note_not_a_problem(
+    tmp_path: Path,
+) -> None:
+    """The checkpoint store deleted after a crash: ``maka doctor`` names the lost snapshots as
+    problems and says the way on; once ``resume --rebaseline`` has taken a snapshot of its own,
+    no resume depends on them and doctor notes them instead. Doctor stayed at two problems
+    (exit 1) for good, with no command that could clear them."""
+    drill = Drill(tmp_path)
+    drill.run("P8")
+    shutil.rmtree(drill.data / "checkpoints")
+    (drill.work / "b.txt").write_text("edited while the store was gone\n")
+    before = maka(["doctor", "--json"], drill.data, env=drill.env)
+    assert before.returncode == 1, before.stdout
+    problems = [
+        p
+        for p in json.loads(before.stdout)["problems"]
+        if p["code"] == "workspace_checkpoint_missing"
+    ]
+    assert len(problems) == 2, problems
+    assert f"resume {drill.session} --rebaseline" in problems[-1]["message"], problems
+    resumed = maka(
+        ["resume", drill.session, "--rebaseline", "--permission-mode", "auto"],
+        drill.data,
+        env={**drill.env, **FLAG},
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    after = maka(["doctor", "--json"], drill.data, env=drill.env)
+    document = json.loads(after.stdout)
+    assert after.returncode == 0, document["problems"]
+    [note] = [n for n in document["notes"] if n["code"] == "workspace_checkpoint_missing"]
+    assert note["sessionId"] == drill.session, note
+    assert (
+        note["message"].startswith("2 earlier snapshot(s)")
+        and "resume is unaffected" in (note["message"])
+    )
+    assert len(document["workspaceCheckpoints"]["superseded"]) == 2
+    text = maka(["doctor"], drill.data, env=drill.env).stdout
+    assert f"note [workspace_checkpoint_missing] session {drill.session}: 2 earlier" in text, text
