@@ -275,7 +275,8 @@ def _kept_elsewhere(missing: list[CheckpointRow]) -> list[dict[str, str]]:
             "folder: the ledger is shared by several hosts and each keeps the snapshots it took "
             "in its own data folder, so another host's may hold them; a resume here compares "
             "the folder with the tree they recorded, and when it changed, "
-            f"{maka_command(f'resume {session_id} --rebaseline')} continues with the current files",
+            f"{maka_command(f'resume {session_id} --rebaseline')} continues with the current files "
+            "if a turn of it was interrupted",
         }
         for session_id, count in counts.items()
     ]

@@ -38,6 +38,7 @@ from runtime.agent.run_hooks import (
     run_checkpoints,
 )
 from runtime.agent.tool_runtime import ModelToolCall, ToolBoundaryError, ToolRuntime
+from runtime.agent.transcript_projection import ABORTED_FINISHES
 from runtime.agent.workspace_checkpointer import WorkspaceCheckpointer
 from runtime.base.cancel_token import (
     HOST_STOPPED,
@@ -81,7 +82,15 @@ LENGTH_MESSAGE = (
 CONTENT_FILTER_MESSAGE = (
     "the reply was cut off: the server's content filter stopped it before it finished"
 )
-CUT_OFF = {"length": LENGTH_MESSAGE, "content_filter": CONTENT_FILTER_MESSAGE}
+CUT_OFF = {
+    "length": LENGTH_MESSAGE,
+    "content_filter": CONTENT_FILTER_MESSAGE,
+    **{
+        reason: f'the reply was cut off: the model server ended it with finish_reason "{reason}" '
+        "(it aborted or failed the request before the reply finished; its log may say why)"
+        for reason in ABORTED_FINISHES
+    },
+}
 """The finish reasons of a reply cut off before it finished, and what its turn's ending says."""
 EMPTY_REPLY = ProviderErrorCode.EMPTY_REPLY.value
 """The terminal event's ``stopReason`` (and its content's code) when the model's last step held
@@ -132,6 +141,8 @@ def reply_ending(finish: str, text: str, empty_reply_hint: str | None) -> tuple[
     reason (a reply cut off by the length limit says so), or ``provider_empty_reply`` when the
     step held no ``text`` either (with the provider's ``empty_reply_hint``) or only the opening
     of a tool call written as text (``functions.edit_file:``), which did nothing either."""
+    if finish in ABORTED_FINISHES:
+        return finish, CUT_OFF[finish]  # (not an empty reply: the server said it stopped)
     if finish != "length" and not text.strip():
         return EMPTY_REPLY, empty_reply_message(empty_reply_hint)
     stub = tool_call_stub(text) if finish != "length" else None

@@ -139,6 +139,12 @@ def summarize_result(result: Any, is_error: bool, *, whole_output: bool = False)
     return shorten(json.dumps(result, ensure_ascii=False, sort_keys=True), 300)
 
 
+ABORTED_FINISHES = ("abort", "aborted", "error", "cancelled", "canceled")
+"""Finish reasons some servers (vLLM, SGLang, proxies) send for a request they aborted or that
+failed while generating: never a normal end (the turn's ending says the reply was cut off)."""
+CUT_OFF_ENDINGS = ("length", "content_filter", *ABORTED_FINISHES)
+"""``stopReason`` s of a completed turn whose reply was cut before it finished (it says so)."""
+
 CODED_ENDINGS = frozenset({"step_limit", "provider_empty_reply"})
 """``stopReason`` s of a completed turn that are shown with their code (the step limit, a reply
 with neither text nor a tool call): the turn's work may not be done."""
@@ -150,8 +156,10 @@ def _ending_notice(event: RuntimeEvent, run_id: str) -> TranscriptEntry | None:
     content = event.get("content")
     message = content["message"] if content is not None and content["kind"] == "error" else ""
     failure = delta.get("failureClass")
-    cut_off = ("length", "content_filter")  # (a reply cut before it finished: it says so)
-    if status == "completed" and delta.get("stopReason") not in (*CODED_ENDINGS, *cut_off):
+    if status == "completed" and delta.get("stopReason") not in (
+        *CODED_ENDINGS,
+        *CUT_OFF_ENDINGS,
+    ):
         return None
     level = "error" if status == "failed" else "warn"
     code = str(failure) if failure else (str(delta.get("stopReason")) or None)

@@ -319,6 +319,32 @@ def test_a_reply_the_servers_content_filter_cut_off_says_so() -> None:
     assert message.startswith("the reply was cut off: the server's content filter stopped it")
 
 
+@pytest.mark.parametrize("finish", ["abort", "error", "cancelled"])
+@pytest.mark.parametrize("text", ["partial", ""])
+def test_a_reply_the_server_aborted_says_it_was_cut_off(finish: str, text: str) -> None:
+    """``finish_reason: "abort"`` (vLLM, SGLang) after part of a reply ended the turn as an
+    ordinary one with no notice; ``"error"`` with no text was an empty reply whose hint advised
+    turning tool_choice off. Both say the server cut the reply off, and the transcript shows
+    it as a notice with its code."""
+    from runtime.agent.transcript_projection import _ending_notice
+
+    stop, message = reply_ending(finish, text, "set MAKA_OPENAI_TOOL_CHOICE=off")
+    assert stop == finish and message is not None
+    assert message.startswith(
+        f'the reply was cut off: the model server ended it with finish_reason "{finish}"'
+    )
+    assert "tool_choice" not in message.lower()
+    ending: Any = {
+        "id": "r_end",
+        "status": "completed",
+        "actions": {"stateDelta": {"stopReason": stop}},
+        "content": {"kind": "error", "code": stop, "message": message},
+    }
+    notice = _ending_notice(ending, "r")
+    assert notice is not None and notice.type == "notice", notice
+    assert notice.code == finish and notice.text == message and notice.level == "warn"
+
+
 def test_a_reply_without_text_is_an_empty_reply_with_the_providers_hint() -> None:
     assert reply_ending("end_turn", " \n", "raise n_ctx") == (
         EMPTY_REPLY,
