@@ -173,10 +173,15 @@ class OpenAICompatibleProvider:
             raise
         except TimeoutError:
             self._raise_if_cancelled(cancel)
+            waited = f"{self._settings.read_timeout:g} s (MAKA_OPENAI_TIMEOUT)"
+            said = (
+                # It did answer: what was shown of the reply came, then nothing more.
+                f"stopped sending in the middle of its reply: nothing came for {waited}"
+                if exchange.events
+                else f"did not answer within {waited}"
+            )
             raise ProviderError(
-                ProviderErrorCode.TIMEOUT,
-                f"the model server at {self._endpoint} did not answer within "
-                f"{self._settings.read_timeout:g} s (MAKA_OPENAI_TIMEOUT)",
+                ProviderErrorCode.TIMEOUT, f"the model server at {self._endpoint} {said}"
             ) from None
         except (http.client.HTTPException, OSError, ValueError) as error:
             self._raise_if_cancelled(cancel)
@@ -281,6 +286,7 @@ class OpenAICompatibleProvider:
             for payload in sse_data_payloads(lines):
                 self._raise_if_cancelled(cancel)
                 events += 1
+                exchange.events = events
                 for event in assembler.feed(payload):
                     if isinstance(event, TextDelta):
                         said.append(event.text)
@@ -347,6 +353,7 @@ class _Exchange:
         self.connection = connection
         self.sock: socket.socket | None = None
         self.response: http.client.HTTPResponse | None = None
+        self.events = 0  # the reply's data events received so far
 
     def abort(self) -> None:
         sock = self.sock or self.connection.sock

@@ -172,3 +172,29 @@ def test_the_keep_alive_timeout_of_a_live_stream_names_the_address() -> None:
     error, url, _, _ = _failure(reply, data_timeout=0.5)
     assert error.code == ProviderErrorCode.TIMEOUT
     assert f"the model server at {url} sent only keep-alive comments" in error.message
+
+
+@pytest.mark.parametrize("said_first", [True, False])
+def test_a_server_that_stalls_says_whether_it_had_answered(said_first: bool) -> None:
+    """A server that sent part of its reply and then nothing: "did not answer within 1 s" was
+    untrue (the user had just seen its words). Silent from the start, it did not answer."""
+
+    def reply(handler: BaseHTTPRequestHandler) -> None:
+        sse_headers(handler)
+        if said_first:
+            send_data(handler, chunk({"content": "partial "}))
+        time.sleep(4)
+
+    with chat_server([reply]) as server:
+        provider = OpenAICompatibleProvider(
+            OpenAISettings(base_url=server.base_url, model="m", read_timeout=1)
+        )
+        with pytest.raises(ProviderError) as caught:
+            list(provider.stream(REQUEST, CancelToken()))
+    assert caught.value.code == ProviderErrorCode.TIMEOUT
+    message = caught.value.message
+    if said_first:
+        assert "stopped sending in the middle of its reply: nothing came for 1 s" in message
+        assert "did not answer" not in message
+    else:
+        assert "did not answer within 1 s (MAKA_OPENAI_TIMEOUT)" in message
