@@ -117,8 +117,8 @@ PARK_REASONS: dict[str, CodeRecord] = _records(
         ),
         "provider_history_too_long": (
             _W,
-            "The conversation no longer fits the model's context window, so resuming would fail "
-            "the same way.",
+            "The conversation no longer fits the model's context window (or the model server "
+            "refused it without saying why), so resuming would fail the same way.",
             "Send a new, shorter message to carry on: the turn that did not fit is left out from "
             "then on. If a short message fails the same way, start a new session or give the "
             "model server a larger context size.",

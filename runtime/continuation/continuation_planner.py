@@ -674,12 +674,24 @@ def history_fits(b: Boundary) -> Sequence[Finding]:
     found = _overflowed(b.events)
     if found is None:
         return ()
+    ending = next((event for event in reversed(b.events) if is_terminal(event)), None)
+    content = ending.get("content") if ending is not None else None
+    # The server said the request overflowed (or the ending is not there to say otherwise).
+    said = (
+        content is None
+        or content["kind"] != "error"
+        or content.get("reason") == CONTEXT_OVERFLOW_REASON
+    )
+    why = (
+        "the run stopped because the conversation did not fit the model's context window"
+        if said
+        # The server answered with no event at all: the likeliest cause, never stated as fact.
+        else "the model server refused the run's last request without an answer (most often "
+        "a conversation longer than the model's context window)"
+    )
     return [
         _refusal(
-            ParkReason.PROVIDER_HISTORY_TOO_LONG,
-            "the run stopped because the conversation did not fit the model's context window; "
-            "resuming would send it again",
-            found,
+            ParkReason.PROVIDER_HISTORY_TOO_LONG, f"{why}; resuming would send it again", found
         )
     ]
 

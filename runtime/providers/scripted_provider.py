@@ -13,7 +13,8 @@ Script format (a JSON object)::
 ``{"steps": [...]}`` is shorthand for a single turn. A step may instead be
 ``{"error": {"message": "..."}}`` (the provider fails; with ``"code":
 "provider_context_overflow"`` it fails as a server does when the history does not fit the
-model's context window) or ``{"hang": true}`` (it waits until the turn is cancelled: used to
+model's context window, with ``"provider_empty_stream"`` as one that answers a request with no
+event at all) or ``{"hang": true}`` (it waits until the turn is cancelled: used to
 test cancellation).
 
 The provider is *stateless*: the turn is the number of user messages in the request history and
@@ -124,6 +125,9 @@ def parse_script(value: Any) -> tuple[tuple[dict[str, Any], ...], ...]:
     )
 
 
+_SCRIPTABLE_FAILURES = (ProviderErrorCode.CONTEXT_OVERFLOW, ProviderErrorCode.EMPTY_STREAM)
+"""The provider failures a script's error step may name (any other is a scripted failure)."""
+
 MAX_SCRIPT_BYTES = 64 << 20
 """The largest script read (64 MiB): far more than any test script, so a larger file (or an
 endless one, ``/dev/zero``) is refused after reading at most this much."""
@@ -216,8 +220,8 @@ class ScriptedProvider:
         if "error" in step:
             detail = step["error"]
             message = detail.get("message", "scripted failure") if isinstance(detail, dict) else ""
-            overflow = ProviderErrorCode.CONTEXT_OVERFLOW
-            code = overflow if isinstance(detail, dict) and detail.get("code") == overflow else None
+            named = detail.get("code") if isinstance(detail, dict) else None
+            code = next((code for code in _SCRIPTABLE_FAILURES if code == named), None)
             raise ProviderError(code or ProviderErrorCode.SCRIPTED_FAILURE, str(message))
         if "hang" in step:
             cancel.wait(3600.0)

@@ -69,3 +69,30 @@ def test_resume_after_an_overflow_parks_and_a_new_message_carries_on(
     assert json.loads(resumed.stdout)["rejectionReasons"] == ["provider_history_too_long"]
     assert len(_requests(tmp_path)) == 1  # the overflowing history was not sent again
     assert len(committed_runs(data)) == 1
+
+
+def test_a_request_refused_without_an_answer_parks_without_claiming_an_overflow(
+    tmp_path: Path,
+) -> None:
+    """A server that answered the request with an empty stream (no event at all): the turn is
+    left out as after an overflow, and the plan parks the same way, but it stated the cause as
+    fact ("the conversation did not fit the model's context window") for a three-message
+    conversation. It now says the server refused it, an overflow being the likeliest cause."""
+    work = tmp_path / "work"
+    work.mkdir()
+    empty = {"error": {"code": "provider_empty_stream", "message": "the server sent nothing"}}
+    listing = {"toolCalls": [{"id": "c1", "name": "list_dir", "args": {"path": "."}}]}
+    env = {**scripted_env(write_script(tmp_path / "s.json", [[listing, empty]])), **FLAG}
+    data = tmp_path / "data"
+    ran = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "list"], data, env=env)
+    assert ran.returncode == 1, ran.stderr
+    session = _session(data)
+    body = json.loads(maka(["plan", session, "--json"], data, env=env).stdout)
+    assert body["rejectionReasons"] == ["provider_history_too_long"], body
+    [finding] = [d for d in body["diagnostics"] if d["code"] == "provider_history_too_long"]
+    assert finding["message"].startswith(
+        "the model server refused the run's last request without an answer (most often"
+    ), finding
+    human = maka(["plan", session], data, env=env).stdout
+    assert "did not fit the model's context window" not in human, human
+    assert "or the model server refused it without saying why" in human, human
