@@ -79,7 +79,9 @@ def validate_candidates(
     """
     existing_issue = scanner.first_issue
     if existing_issue is not None:
-        return _from_issue(existing_issue, "the events recorded before these already hold a problem")
+        return _from_issue(
+            existing_issue, "the events recorded before these already hold a problem"
+        )
     remaining: list[RuntimeEvent] = []
     for candidate in candidates:
         stored = stored_bytes(candidate["id"])
@@ -107,7 +109,9 @@ def validate_candidates(
     for candidate in remaining:
         raised = trial.feed(candidate)
         if raised:
-            return _from_issue(raised[0], "these events conflict with the events recorded before them")
+            return _from_issue(
+                raised[0], "these events conflict with the events recorded before them"
+            )
     touched = {
         op.operation_id: op for op in trial.recovery_operations() if op.operation_id is not None
     }
@@ -160,11 +164,15 @@ def feed_boundary_candidates(
     """
     existing_issue = scanner.first_issue
     if existing_issue is not None:
-        return _from_issue(existing_issue, "the events recorded before these already hold a problem")
+        return _from_issue(
+            existing_issue, "the events recorded before these already hold a problem"
+        )
     for candidate in candidates:
         raised = scanner.feed(candidate)
         if raised:
-            return _from_issue(raised[0], "these events conflict with the events recorded before them")
+            return _from_issue(
+                raised[0], "these events conflict with the events recorded before them"
+            )
     last = cast(dict[str, Any], candidates[-1])
     if kind is TransitionKind.T1_PREPARE:
         if len(candidates) != 1:
