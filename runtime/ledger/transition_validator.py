@@ -50,6 +50,10 @@ class TransitionVerdict:
     the events a second time."""
 
 
+_EARLIER_PROBLEM = "the events recorded before these already hold a problem"
+_CONFLICT = "these events conflict with the events recorded before them"
+
+
 def _from_issue(issue: ScanIssue, message: str) -> TransitionVerdict:
     return TransitionVerdict(
         False,
@@ -79,9 +83,7 @@ def validate_candidates(
     """
     existing_issue = scanner.first_issue
     if existing_issue is not None:
-        return _from_issue(
-            existing_issue, "the events recorded before these already hold a problem"
-        )
+        return _from_issue(existing_issue, _EARLIER_PROBLEM)
     remaining: list[RuntimeEvent] = []
     for candidate in candidates:
         stored = stored_bytes(candidate["id"])
@@ -109,9 +111,7 @@ def validate_candidates(
     for candidate in remaining:
         raised = trial.feed(candidate)
         if raised:
-            return _from_issue(
-                raised[0], "these events conflict with the events recorded before them"
-            )
+            return _from_issue(raised[0], _CONFLICT)
     touched = {
         op.operation_id: op for op in trial.recovery_operations() if op.operation_id is not None
     }
@@ -164,15 +164,11 @@ def feed_boundary_candidates(
     """
     existing_issue = scanner.first_issue
     if existing_issue is not None:
-        return _from_issue(
-            existing_issue, "the events recorded before these already hold a problem"
-        )
+        return _from_issue(existing_issue, _EARLIER_PROBLEM)
     for candidate in candidates:
         raised = scanner.feed(candidate)
         if raised:
-            return _from_issue(
-                raised[0], "these events conflict with the events recorded before them"
-            )
+            return _from_issue(raised[0], _CONFLICT)
     last = cast(dict[str, Any], candidates[-1])
     if kind is TransitionKind.T1_PREPARE:
         if len(candidates) != 1:
