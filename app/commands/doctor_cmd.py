@@ -379,6 +379,23 @@ def _postgres_leases(args: argparse.Namespace, url: str) -> tuple[dict[str, Any]
     return document, [f"unfinished runs: {report.unfinished_runs}", *report_lines(report)[3:]]
 
 
+def _what_to_do(refusal: Any, sqlite: bool) -> str:
+    """``refusal``'s message, with what to do about a damaged database file: the other commands
+    send the user here, so it is said here, never "run maka doctor" again."""
+    from runtime.ledger.codes import StoreCode
+    from storage.ledger.sqlite_connection import DATABASE_NAME
+
+    message = str(refusal.message)
+    if refusal.code is not StoreCode.STORE_CORRUPT or not sqlite or "backup" in message:
+        return message
+    return (
+        f"{message.rstrip('.')}. Nothing was changed. Restore the data folder from a backup; or "
+        f"move {DATABASE_NAME} (with its -wal and -shm files) aside, and Maka starts a new, empty "
+        "database at its next start, into which 'maka import' brings back the sessions you "
+        "exported"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from runtime.ledger.codes import StoreCode
     from runtime.ledger.store_ports import StoreRefusal
@@ -433,7 +450,8 @@ def run(args: argparse.Namespace) -> int:
                 ],
             )
             return EXIT_ERROR if privacy else EXIT_OK
-        refused = {"code": str(refusal.code), "message": refusal.message}
+        message = _what_to_do(refusal, server is None)
+        refused = {"code": str(refusal.code), "message": message}
         _emit(
             args,
             {
@@ -444,7 +462,7 @@ def run(args: argparse.Namespace) -> int:
             },
             [
                 f"database: {shown}",
-                f"PROBLEM [{refusal.code}] {refusal.message}",
+                f"PROBLEM [{refusal.code}] {message}",
                 *privacy_lines,
             ],
         )
@@ -470,7 +488,8 @@ def run(args: argparse.Namespace) -> int:
                 else None
             )
         except StoreRefusal as refusal:
-            failed = {"code": str(refusal.code), "message": refusal.message}
+            message = _what_to_do(refusal, server is None)
+            failed = {"code": str(refusal.code), "message": message}
             _emit(
                 args,
                 {
@@ -481,7 +500,7 @@ def run(args: argparse.Namespace) -> int:
                 },
                 [
                     f"database: {shown}",
-                    f"PROBLEM [{refusal.code}] {refusal.message}",
+                    f"PROBLEM [{refusal.code}] {message}",
                     *privacy_lines,
                 ],
             )

@@ -87,6 +87,11 @@ def test_one_overwritten_page_is_refused_before_any_write(tmp_path: Path, where:
         assert _digest(database) == before, f"{name} changed the damaged database"
     doctor = run_maka(data_dir, "doctor")
     assert doctor.returncode == 1
+    # The commands send the user to doctor: it says what to do, never "run maka doctor" again.
+    said = " ".join(doctor.stdout.split())
+    assert "[store_corrupt]" in said, said
+    assert "Restore the data folder from a backup" in said and "maka import" in said, said
+    assert "Run maka doctor" not in said, said
     assert _digest(database) == before
 
 
