@@ -41,7 +41,7 @@ from runtime.agent.permission_policy import (
 )
 from runtime.agent.text_limits import PROMPT_CHARS, shorten
 from runtime.agent.write_question import write_question
-from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION, CancelToken
+from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION, STOPPED_BY_HOST, CancelToken
 from runtime.ledger.canonical_codec import canonical_args_hash, canonical_json_bytes, operation_id
 from runtime.ledger.crash_points import CrashPoint, failpoint
 from runtime.ledger.event_model import MAX_SAFE_INTEGER, RuntimeEvent
@@ -262,9 +262,13 @@ class ToolRuntime:
         call = pending.call
         if not pending.committed:
             self._append(pending.call_event)
-        result = {"error": message, "code": code.value}
+        result: dict[str, Any] = {"error": message, "code": code.value}
         if detail is not None:
             result["detail"] = detail
+        if code is ToolRefusalCode.CANCELLED and self.cancel.reason in STOPPED_BY_HOST:
+            # Maka, not the user, stopped the turn (a question nobody could answer, a shutdown):
+            # the record says so, as for a command Maka ended (``stoppedByHost``).
+            result["stoppedByHost"] = True
         self._append(
             self._builder.unbound_error_response(
                 pending.op_id, call.call_id, name=call.name, result=result, ts=self._now()

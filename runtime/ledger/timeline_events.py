@@ -170,6 +170,8 @@ STOPPED_WORDS = {
 _STOPS = {"cancelled": _STOPPED_RESULT, "host": _HOST_STOPPED_RESULT}
 NOT_STARTED_WORDS = "not run (the turn was cancelled)"
 """A tool row's words for a call refused because its turn was cancelled before it started."""
+NOT_STARTED_BY_HOST_WORDS = "not run (Maka stopped the turn)"
+"""The same when Maka stopped the turn (a question nobody could answer, a shutdown)."""
 _DISPATCHED: dict[str, _Described] = {}
 
 
@@ -227,7 +229,9 @@ def stopped_words(content: Mapping[str, Any] | None, dispatched: bool) -> str | 
     stop = _STOPS.get(stop_of(content.get("result")) or "")
     if stop is None:
         return None
-    return STOPPED_WORDS[stop[2]] if dispatched else NOT_STARTED_WORDS
+    if dispatched:
+        return STOPPED_WORDS[stop[2]]
+    return NOT_STARTED_BY_HOST_WORDS if stop is _HOST_STOPPED_RESULT else NOT_STARTED_WORDS
 
 
 class ToolFact(NamedTuple):

@@ -23,6 +23,7 @@ from runtime.ledger.codes import Lane
 from runtime.ledger.collector_pause import collector_paused
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.timeline_events import (
+    NOT_STARTED_BY_HOST_WORDS,
     NOT_STARTED_WORDS,
     PROBLEM_STATUSES,
     STOPPED_WORDS,
@@ -286,7 +287,9 @@ def tool_verdict(entries: Sequence[TimelineEntry], ended: bool) -> tuple[Timelin
     elif status is TimelineStatus.CANCELLED:
         stopped = [e for e in entries if e.kind is TimelineKind.TOOL_RESPONSE]
         if TimelineKind.TOOL_DISPATCH not in kinds:
-            words = NOT_STARTED_WORDS
+            # (Maka stopped the turn, at a question nobody could answer: not the user's cancel)
+            by_host = bool(stopped) and STOPPED_WORDS.get(stopped[-1].summary) == "stopped by Maka"
+            words = NOT_STARTED_BY_HOST_WORDS if by_host else NOT_STARTED_WORDS
         elif stopped:  # not "cancelled": it may have done part of its work before it stopped
             words = STOPPED_WORDS.get(stopped[-1].summary, words)
     return status, words

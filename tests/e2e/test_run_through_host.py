@@ -520,6 +520,14 @@ def test_a_question_left_by_a_killed_terminal_stops_the_turn_when_no_window_can_
     assert all(d["decision"] != "deny" or e["author"] != "user" for e, d in _decided(events))
     said = json.dumps([e.get("content") for e in events])
     assert "the user denied" not in said, said
+    # Maka stopped it, not the user: the call's row and the plan say so (they said "the turn
+    # was cancelled", "stopped": "cancelled", under an ending that said Maka stopped it).
+    planned = json.loads(maka(["plan", session, "--json"], data, env=env).stdout)
+    [call] = [op for op in planned["operations"] if op.get("toolName") == "write_file"]
+    assert call.get("stopped") == "host", call
+    timeline = maka(["timeline", session], data, env=env).stdout
+    assert "not run (Maka stopped the turn)" in timeline, timeline
+    assert "the turn was cancelled" not in timeline, timeline
 
 
 def test_a_question_left_by_a_killed_terminal_stops_the_turn_when_the_last_window_leaves(
