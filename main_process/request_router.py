@@ -139,7 +139,7 @@ from main_process.turn_workers import JobResult, TurnWorkers
 from runtime.base.cancel_token import HOST_STOPPED_AT_QUESTION
 from runtime.ledger.coded_error import coded_failure
 from runtime.ledger.codes import HostCode, ParkReason
-from runtime.ledger.command_words import wording_for
+from runtime.ledger.command_words import maka_command, wording_for
 
 SURVIVOR_CHECK_MS = 1000
 BACKGROUND_PENDING = HostCode.BACKGROUND_OPERATION_PENDING
@@ -1003,9 +1003,11 @@ class RequestRouter:
         there."""
         _log.warning(
             "session %s: stopped its turn at a permission question no window or terminal "
-            "could answer (the call did not run); open it in the desktop or maka tui and resume "
-            "it: the model is told the call did not run, and asking for it again asks you there",
+            "could answer (the call did not run); continue it with %s, or /resume in %s: the "
+            "model is told the call did not run, and asking for it again asks you there",
             escape(session_id, 80),
+            maka_command(f"resume {session_id}"),
+            maka_command(f"tui --session {session_id}"),
         )
         self._services.cancel_turn(session_id, HOST_STOPPED_AT_QUESTION)
         self._standing.answered(session_id, request_id)

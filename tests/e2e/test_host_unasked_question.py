@@ -119,6 +119,9 @@ def test_automatic_resume_under_maka_host_stops_at_a_question_nobody_can_answer(
     # What resuming it does, said (a model that does not ask again is not asked again).
     assert "the model is told the call did not run, and asking for it again asks" in log, log
     for session in _statuses(data):
+        # The way on it names is one that offers Safe resume for a cancelled turn (the window's
+        # banner offers it only after a crash: "open it in the desktop" led nowhere).
+        assert f"resume {session}, or /resume in maka" in log, log
         planned = maka(["plan", session, "--json"], data, env={**env, **FLAG})
         assert json.loads(planned.stdout)["disposition"] == "continue", planned.stdout
         timeline = maka(["timeline", session], data).stdout
