@@ -1315,7 +1315,15 @@ class RequestRouter:
             done,
         )
         if started:
-            self._drive(session_id, None, "an answer about a tool call being recorded", peer_id)
+            # (named to a second request while it runs; a viewer is not told of it as of a turn:
+            # it is over in a moment, refused or not, and no line would say it ended)
+            self._drive(
+                session_id,
+                None,
+                "an answer about a tool call being recorded",
+                peer_id,
+                tell_viewers=False,
+            )
         if not started:
             busy = self._workers.busy(session_id)
             tell(

@@ -528,3 +528,36 @@ def test_a_viewer_is_told_the_terminal_driving_the_turn_has_gone_away(
     chat.wait_for(lambda: "[viewing] a turn driven by" in _out(chat))
     seen = _out(chat)
     assert "which has gone away (the turn goes on here)" in seen, seen
+
+
+def test_a_settle_through_the_host_is_not_shown_to_a_viewer_as_a_turn(
+    tmp_path: Path, started: tuple[list[Streaming], list[MainProcess]]
+) -> None:
+    """``maka settle`` served by the host (here refused: the call has its outcome) told every
+    viewing TUI that "a turn driven by an answer about a tool call being recorded is running",
+    and no line ever said it ended: the viewer believed a turn ran."""
+    clients, hosts = started
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    script = write_script(
+        tmp_path / "script.json", [[{"toolCalls": [_bash("b1", "true")]}, {"text": "Done."}]]
+    )
+    env = scripted_env(script)
+    host = start_main(data, env, "host").wait_ready()
+    hosts.append(host)
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "go"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    chat = Streaming(["tui", "--session", session], data, env)
+    clients.append(chat)
+    chat.wait_for(lambda: "served by the running Maka" in _out(chat))
+    settled = maka(["settle", session, "b1", "--not-run"], data, env=env)
+    assert settled.returncode != 0 and "[attestation_not_applicable]" in settled.stderr, (
+        settled.stderr
+    )
+    time.sleep(1.5)  # a push to the viewer would have arrived by now
+    assert "[viewing]" not in _out(chat), _out(chat)
+    assert "being recorded" not in chat.text(), chat.text()
+    chat.process.send_signal(signal.SIGINT)
+    assert chat.finish() == 0, chat.text()
