@@ -56,3 +56,11 @@ def _server_without_ledger(data_dir: Path) -> bool:
     from storage.ledger.postgres_store import holds_no_ledger
 
     return holds_no_ledger(url)
+
+
+def say_error(code: object, message: str) -> None:
+    """A refusal inside a chat (``maka tui``), printed as the ``maka`` command prints it; the
+    chat goes on."""
+    import sys
+
+    print(f"maka: error [{code}]: {message}", file=sys.stderr, flush=True)

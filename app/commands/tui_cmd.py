@@ -27,8 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger
-from app.commands.tui_host import HELD_ELSEWHERE_PREFIX, HELD_ELSEWHERE_SUFFIX, say_error
+from app.cli_errors import EXIT_OK, EXIT_USAGE, CliError, refuse_before_a_ledger, say_error
+from app.commands.tui_host import HELD_ELSEWHERE_PREFIX, HELD_ELSEWHERE_SUFFIX
 from app.data_paths import resolve_data_dir
 from runtime.ledger.codes import HostCode
 from runtime.ledger.command_words import maka_command

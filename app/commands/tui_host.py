@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from app.cli_errors import EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError
+from app.cli_errors import EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError, say_error
 from app.host.host_client import HostClient
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.command_words import maka_command
@@ -252,11 +252,6 @@ def said(command: Callable[[], object]) -> None:
         command()
     except CliError as error:
         say_error(error.code, error.message)
-
-
-def say_error(code: object, message: str) -> None:
-    """A refusal inside the chat, printed as the ``maka`` command prints it; the chat goes on."""
-    print(f"maka: error [{code}]: {message}", file=sys.stderr, flush=True)
 
 
 def timeline(data_dir: Path | None, session_id: str) -> None:

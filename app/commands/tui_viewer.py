@@ -174,7 +174,7 @@ class TuiViewer:
                     f"ends; nothing of this chat's own was waiting{viewed} (start "
                     f"{maka_command('tui')} again to go on)"
                 )
-            from app.commands.tui_host import say_error
+            from app.cli_errors import say_error
 
             say_error(error.code, message)
             os._exit(1)
