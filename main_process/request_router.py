@@ -509,9 +509,9 @@ class RequestRouter:
         session_id = message.session_id
         correlation_id = message.correlation_id
         if not isinstance(message, SessionsExportRequest) and self._workers.busy(session_id):
-            self._reply_error(
-                peer_id, correlation_id, SESSION_BUSY, "the session is running; stop it first"
-            )
+            # Who drives the turn, said as to a second run or resume ("stop it first" was no
+            # advice for a terminal, which cannot stop another client's turn).
+            self._refuse_busy(peer_id, correlation_id, session_id)
             return
         services = self._services
         from_terminal = peer_id in self._server.terminal_ids()

@@ -677,3 +677,24 @@ def test_a_host_shut_down_mid_command_says_the_command_was_stopped(
     assert "no tool call of it was running" not in said and "it had finished" not in said, said
     assert "1 tool call (bash) was stopped part way (its result says so)" in said, said
     assert f"(maka plan {session} says what was recorded" in said, said
+
+
+def test_changing_a_session_whose_turn_runs_names_who_drives_it(
+    tmp_path: Path, clients: list[Streaming]
+) -> None:
+    """``maka sessions remove|rename|relocate`` while another terminal's turn runs said "the
+    session is running; stop it first", which a terminal cannot do to another client's turn;
+    it now names the driver and says to wait, as a second ``maka run`` is told."""
+    with _a_sleeping_turn(tmp_path, clients, seconds=20) as turn:
+        for args in (
+            ["sessions", "rename", turn.session, "a new title"],
+            ["sessions", "remove", turn.session, "--yes"],
+        ):
+            refused = maka(args, turn.data, env=turn.env)
+            assert refused.returncode != 0, refused.stdout
+            said = " ".join(refused.stderr.split())
+            assert "[session_busy]" in said and "stop it first" not in said, said
+            assert f"driven by a terminal (maka run, pid {turn.driver.process.pid})" in said
+            assert "wait for it to end" in said, said
+        turn.driver.process.send_signal(signal.SIGINT)
+        turn.driver.finish()
