@@ -35,9 +35,12 @@ def display_available() -> bool:
 
 
 def show_refusal(code: str, message: str, *, windows_enabled: bool) -> None:
-    """Print the refusal and, if a window can be shown, show it and wait for it to close."""
+    """Print the refusal and, if a window can be shown, show it and wait for it to close.
+    Started from a terminal (its stderr one), the printed line is the answer: the command ends
+    there, as docs/design/cli.md says, instead of waiting on a dialog (a launcher has no
+    terminal to print to, and gets the dialog)."""
     print_error(code, message)
-    if not (windows_enabled and display_available()):
+    if not (windows_enabled and display_available()) or _on_a_terminal():
         return
     launcher = RendererLauncher()
     loop = QEventLoop()
@@ -50,3 +53,10 @@ def show_refusal(code: str, message: str, *, windows_enabled: bool) -> None:
     )
     if launcher.running:
         loop.exec()
+
+
+def _on_a_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
