@@ -115,7 +115,7 @@ from runtime.agent.permission_policy import Decision, PermissionPolicy, Permissi
 from runtime.agent.run_loop import RunSettings
 from runtime.agent.session_overview import SessionOverview, session_overview
 from runtime.agent.session_service import SessionService
-from runtime.agent.transcript_projection import transcript_of_run
+from runtime.agent.transcript_projection import TranscriptEntry, transcript_of_run
 from runtime.base.cancel_token import CancelToken
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.lifecycle_log import LifecycleLog
@@ -123,7 +123,7 @@ from runtime.continuation.resume_candidate import continued_after
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
-from runtime.ledger.codes import FailureClass, HostCode, TransferCode
+from runtime.ledger.codes import FailureClass, HostCode, StoreCode, TransferCode
 from runtime.ledger.database_url import masked_database_url
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
@@ -203,6 +203,19 @@ def _summary(
         folder_missing=not os.path.isdir(record.cwd),
         running_elsewhere=elsewhere,
         held_elsewhere=holder,
+    )
+
+
+def _unreadable_run(run_id: str, error: LedgerError) -> TranscriptEntry:
+    """The transcript's notice for a run whose saved history cannot be read."""
+    return TranscriptEntry(
+        "notice",
+        f"{run_id}_unreadable",
+        run_id,
+        text=f"This run's saved history cannot be read, so it is not shown ({error.message}). "
+        "The session's other runs are; Safe resume does not continue from it.",
+        level="error",
+        code="runtime_ledger_unreadable",
     )
 
 
@@ -656,7 +669,7 @@ class DesktopServices:
             # commits meanwhile moves it, and the next sweep has the window read it again).
             shared = isinstance(self._store, SessionTakeover)
             mark = ledger_mark(self._store, session_id) if shared else None
-            runs = []
+            runs: list[tuple[str, str | None, Sequence[TranscriptEntry]]] = []
             epoch = self._store.read_owner_epoch()
             # A call whose command still runs from an earlier start cannot be settled by the
             # user yet (docs/design/recovery.md sections 8 and 9): its card offers no choice
@@ -670,7 +683,15 @@ class DesktopServices:
             automatic: set[str] = set()  # the continuations automatic resume started
             for header in _ordered(self._store.list_session_runs(session_id)):
                 by_id[header.run_id] = header
-                events = [row.event for row in self._store.read_run_events(header.run_id)]
+                try:
+                    events = [row.event for row in self._store.read_run_events(header.run_id)]
+                except LedgerError as error:
+                    if str(error.code) != StoreCode.STORE_CORRUPT:
+                        raise
+                    # One run whose record no longer decodes: said where it stands, and the
+                    # session's other runs shown (the whole transcript read "No messages yet").
+                    runs.append((header.run_id, None, [_unreadable_run(header.run_id, error)]))
+                    continue
                 source = header.continuation_source or {}
                 source_run = source.get("sourceRunId") or source.get("runId")
                 if source_run:

@@ -80,3 +80,30 @@ def test_a_run_whose_event_no_longer_decodes_parks_its_session(
     assert "does not decode" in timeline.stderr, timeline.stderr
     if as_text:
         assert "payload is stored as text" in timeline.stderr, timeline.stderr
+
+
+def test_the_desktop_shows_the_readable_runs_and_says_which_run_cannot_be_read(
+    tmp_path: Path,
+) -> None:
+    """The window's transcript of such a session read "No messages yet" for a session whose
+    first run is whole: one undecodable event emptied it. The readable runs are shown, and
+    the damaged one is a notice with its code."""
+    from app.host.desktop_services import DesktopServices
+    from storage.ledger.ledger_store import open_store
+
+    data, _env, session, run = _interrupted(tmp_path)
+    _damage(data, run, as_text=False)
+    services = DesktopServices(open_store(data), data, safe_resume_enabled=True)
+    try:
+        services.recover_at_startup()
+        items = services.open_session(session).items
+    finally:
+        services.close()
+    texts = [getattr(item, "text", "") for item in items]
+    assert "hello" in texts and "first" in texts, texts  # the first run, whole
+    [notice] = [
+        getattr(item, "text", "")
+        for item in items
+        if getattr(item, "code", "") == "runtime_ledger_unreadable"
+    ]
+    assert "This run's saved history cannot be read" in notice, notice
