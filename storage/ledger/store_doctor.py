@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.ledger.attestation import attestation_suffix_ok
-from runtime.ledger.codes import BranchCode, DoctorCode, ScanIssueCode
+from runtime.ledger.codes import BranchCode, DoctorCode, ParkReason, ScanIssueCode
 from runtime.ledger.event_model import is_terminal
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.recovery_bundle import RecoveryCorruption, interpret_scanned_recovery
@@ -346,6 +346,34 @@ def check_ledger(conn: sqlite3.Connection, report: DoctorReport) -> None:
     _compare_projections((derived_ops, derived_journal), stored, skipped, report)
     _check_workspaces(conn, report)
     _check_branches(conn, report)
+    _check_continuations(conn, report, skipped)
+
+
+def _check_continuations(conn: sqlite3.Connection, report: DoctorReport, skipped: set[str]) -> None:
+    """Every continuation's source history still hashes to the digest it recorded: Safe resume
+    of its lineage, and ``maka import`` of the session's export, would refuse otherwise (the
+    import blamed the file for a database changed underneath)."""
+    for header in list_headers(conn):
+        source = header.continuation_source or {}
+        if source.get("protocol") != "continuation_source_v2" or header.run_id in skipped:
+            continue
+        run_id, high_water = source.get("sourceRunId"), source.get("sourceRuntimeEventHighWater")
+        if not isinstance(run_id, str) or not isinstance(high_water, int) or run_id in skipped:
+            continue
+        try:
+            now = branches.stored_prefix_digest(conn, run_id, header.session_id, high_water)
+        except StoreRefusal:
+            continue  # the source run's own problem is reported with it
+        if now is not None and now != source.get("sourcePrefixDigest"):
+            report.problems.append(
+                DoctorProblem(
+                    ParkReason.SOURCE_PREFIX_DIGEST_MISMATCH,
+                    f"continuation run {header.run_id} continues run {run_id} after its event "
+                    f"{high_water}, but that run's history up to there is no longer the one the "
+                    "continuation recorded: it was changed in the database after",
+                    header.run_id,
+                )
+            )
 
 
 def _check_branches(conn: sqlite3.Connection, report: DoctorReport) -> None:

@@ -29,7 +29,10 @@ def _interrupted(tmp_path: Path) -> tuple[Path, dict[str, str], str, str]:
     ]
     script = write_script(
         tmp_path / "script.json",
-        [[{"text": "first"}], [{"toolCalls": [calls[0]]}, {"toolCalls": [calls[1]]}]],
+        [
+            [{"text": "first"}],
+            [{"toolCalls": [calls[0]]}, {"toolCalls": [calls[1]]}, {"text": "done"}],
+        ],
     )
     env = {**scripted_env(script), **FLAG}
     data = tmp_path / "data"
@@ -107,3 +110,35 @@ def test_the_desktop_shows_the_readable_runs_and_says_which_run_cannot_be_read(
         if getattr(item, "code", "") == "runtime_ledger_unreadable"
     ]
     assert "This run's saved history cannot be read" in notice, notice
+
+
+def test_doctor_names_a_continuation_whose_source_history_was_changed(tmp_path: Path) -> None:
+    """The source run's history changed in the database (a valid event, other words) after a
+    continuation recorded its digest: ``maka doctor`` said ok, ``maka export`` wrote the file,
+    and ``maka import`` of it then blamed the file. Doctor now names the continuation."""
+    import rfc8785
+
+    data, env, session, run = _interrupted(tmp_path)
+    resumed = maka(["resume", session, "--permission-mode", "auto"], data, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert maka(["doctor"], data, env=env).returncode == 0
+    with sqlite3.connect(data / "runtime.sqlite") as conn:
+        (payload,) = conn.execute(
+            "SELECT payload FROM runtime_events WHERE run_id = ? AND event_seq = 1", (run,)
+        ).fetchone()
+        event = json.loads(bytes(payload))
+        assert event["content"]["kind"] == "text", event
+        event["content"]["text"] = "write ONE"
+        conn.execute(
+            "UPDATE runtime_events SET payload = ? WHERE run_id = ? AND event_seq = 1",
+            (rfc8785.dumps(event), run),
+        )
+    doctor = maka(["doctor", "--json"], data, env=env)
+    assert doctor.returncode == 1, doctor.stdout
+    [problem] = [
+        p
+        for p in json.loads(doctor.stdout)["problems"]
+        if p["code"] == "source_prefix_digest_mismatch"
+    ]
+    assert f"continues run {run} after its event" in problem["message"], problem
+    assert "changed in the database" in problem["message"], problem
