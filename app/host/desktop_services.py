@@ -123,7 +123,7 @@ from runtime.continuation.resume_candidate import continued_after
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
-from runtime.ledger.codes import FailureClass, HostCode, StoreCode, TransferCode
+from runtime.ledger.codes import FailureClass, HostCode, ParkReason, StoreCode, TransferCode
 from runtime.ledger.database_url import masked_database_url
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
@@ -512,9 +512,40 @@ class DesktopServices:
             reverse=True,
         )
         held, others = self._held(), self._others()
-        summaries = [self._shown(_summary(overview, held, others)) for overview in ordered]
+        summaries = [
+            self._shown(self._unless_quarantined(_summary(overview, held, others), held))
+            for overview in ordered
+        ]
         self._listed = True
         return summaries
+
+    def _unless_quarantined(
+        self, summary: SessionSummary, held: Mapping[str, int] | None
+    ) -> SessionSummary:
+        """A latest run still marked running after startup recovery, from an earlier start (an
+        older owner epoch), is one recovery could not repair (its record does not decode: it is
+        quarantined). Nothing runs it: shown interrupted, not "Running" with a Stop button that
+        stops nothing (the banner's Safe resume then says why it cannot continue it). Only for
+        the data folder's own ledger: on a shared one another host may run it."""
+        if held is not None or summary.last_run_status not in (
+            RunStatusValue.CREATED,
+            RunStatusValue.RUNNING,
+        ):
+            return summary
+        try:
+            runs = _ordered(self._store.list_session_runs(summary.session_id))
+            epoch = self._store.read_owner_epoch()
+        except LedgerError:
+            return summary
+        if not runs or runs[-1].owner_epoch >= epoch:
+            return summary
+        return summary.model_copy(
+            update={
+                "last_run_status": RunStatusValue.FAILED,
+                "interrupted": True,
+                "failure_class": ParkReason.RUNTIME_LEDGER_UNREADABLE.value,
+            }
+        )
 
     def _held(self) -> Mapping[str, int] | None:
         store = self._store
@@ -624,7 +655,7 @@ class DesktopServices:
             overview = session_overview(self._store, service.get_session(session_id))
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
-        return self._shown(_summary(overview, held, others))
+        return self._shown(self._unless_quarantined(_summary(overview, held, others), held))
 
     def session_timeline(self, session_id: str) -> SessionTimeline:
         from app.host.session_timeline import read_session_timeline_lazily

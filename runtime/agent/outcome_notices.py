@@ -15,8 +15,9 @@ import json
 from collections.abc import Sequence
 
 from runtime.agent.context_overflow import unanswered_turn_events
-from runtime.ledger.codes import ResolverReason, ResolverStatus
+from runtime.ledger.codes import ResolverReason, ResolverStatus, StoreCode
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus
 from runtime.providers.history_projection import history_from_events, omitted_event_ids
 from runtime.providers.provider_port import HistoryItem, HostNotice
@@ -64,6 +65,27 @@ def outcome_notices(events: Sequence[RuntimeEvent]) -> tuple[HostNotice, ...]:
     return tuple(notices)
 
 
+UNREADABLE_TURN_NOTE = (
+    "Note from the host: the saved record of an earlier turn of this conversation can no longer "
+    "be read, so it is left out. What that turn did to the files may still be there: check the "
+    "current state before relying on it."
+)
+_UNREADABLE: list[RuntimeEvent] = []
+
+
+def _readable_events(reader: LedgerReader, header: RunHeader) -> list[RuntimeEvent]:
+    """The run's events; ``_UNREADABLE`` (no events) when its stored record no longer decodes
+    (``store_corrupt``: startup recovery quarantined it). The whole run is left out, so the
+    history stays paired, and a note says so: one damaged run no longer keeps every later
+    message of the session from running (docs/design/recovery.md: the rest goes on)."""
+    try:
+        return [row.event for row in reader.read_run_events(header.run_id)]
+    except LedgerError as error:
+        if str(error.code) != StoreCode.STORE_CORRUPT:
+            raise
+        return _UNREADABLE
+
+
 def committed_history(reader: LedgerReader, runs: Sequence[RunHeader]) -> tuple[HistoryItem, ...]:
     """What the model is shown of earlier turns: each run's committed, paired history, oldest
     first, then a notice for every tool call whose outcome is unknown or parked. A new turn and a
@@ -77,10 +99,12 @@ def committed_context(
     """``committed_history`` and, beside it, the model-visible events of earlier turns that
     failed before the model answered anything (what an overflow also leaves out). A host notice
     in any of ``runs`` (or ``also_omit``) leaves its named events out of every run's history."""
-    per_run = [[row.event for row in reader.read_run_events(header.run_id)] for header in runs]
+    per_run = [_readable_events(reader, header) for header in runs]
     omitted = frozenset(also_omit.union(*(omitted_event_ids(events) for events in per_run)))
     items: list[HistoryItem] = []
     notices: list[HistoryItem] = []
+    if any(events is _UNREADABLE for events in per_run):
+        notices.append(HostNotice(UNREADABLE_TURN_NOTE))
     unanswered: list[RuntimeEvent] = []
     for header, events in zip(runs, per_run, strict=True):
         items.extend(history_from_events(events, omitted))

@@ -142,3 +142,23 @@ def test_doctor_names_a_continuation_whose_source_history_was_changed(tmp_path: 
     ]
     assert f"continues run {run} after its event" in problem["message"], problem
     assert "changed in the database" in problem["message"], problem
+
+
+def test_a_new_message_carries_the_session_on_without_the_unreadable_run(tmp_path: Path) -> None:
+    """Every park says a new message carries the session on; with a run whose record no longer
+    decodes, a new message failed with ``store_corrupt`` (the history read every run), so the
+    session was locked out. The run is left out of the model's history, with a note saying so."""
+    data, env, session, run = _interrupted(tmp_path)
+    _damage(data, run, as_text=False)
+    record = tmp_path / "requests.jsonl"
+    script = write_script(
+        tmp_path / "later.json", [[{"text": "carried on"}], [{"text": "carried on"}]]
+    )
+    later = {**env, **scripted_env(script, record)}
+    ran = maka(["run", "--session", session, "and now?"], data, env=later)
+    assert ran.returncode == 0, ran.stderr
+    assert "carried on" in ran.stdout, ran.stdout
+    [request] = [json.loads(line) for line in record.read_text().splitlines()]
+    sent = json.dumps(request)
+    assert "the saved record of an earlier turn of this conversation can no longer be read" in sent
+    assert "write two" not in sent, sent  # the damaged run's own message is left out
