@@ -112,6 +112,19 @@ class TerminalTranscript:
         with self._lock:
             self._line(text)
 
+    def prompt(self, text: str) -> None:
+        """A question whose answer is typed on the same line (``Allow? [y/N] ``, no newline
+        after it), after any text mid-line; ``answered`` once the user's Enter ended the line."""
+        with self._lock:
+            if self._mid_line:
+                self._write("\n")
+            self._write(text)
+            self._mid_line = True  # (a stop before the answer: the next line starts afresh)
+
+    def answered(self) -> None:
+        with self._lock:
+            self._mid_line = False
+
     def text_delta(self, text: str) -> None:
         with self._lock:
             self._write(visible(text))
@@ -303,18 +316,35 @@ class StdinPermissionAsker:
 
     def __init__(self, transcript: TerminalTranscript, stream: TextIO | None = None) -> None:
         self._transcript = transcript
-        self._lines = InputLines.of(stream or sys.stdin)
+        self._stream = stream or sys.stdin
+        self._lines = InputLines.of(self._stream)
 
     def __call__(self, question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
         width = shutil.get_terminal_size((100, 24)).columns
-        self._transcript._line(permission_question_text(question, width))
+        text = permission_question_text(question, width)
+        # Typed at a terminal, the answer goes after ``Allow? [y/N] `` on its line (its Enter
+        # ends the line); from a pipe nothing is echoed, so the question is a line of its own.
+        typed = _is_terminal(self._stream)
+        if typed:
+            self._transcript.prompt(text)
+        else:
+            self._transcript._line(text)
         line = self._read_line(cancel)
+        if typed and line is not None:
+            self._transcript.answered()
         if line is None:
             return None if cancel.is_cancelled() else "deny"
         return "allow" if line.strip().lower() in ("y", "yes", "allow") else "deny"
 
     def _read_line(self, cancel: CancelToken) -> str | None:
         return self._lines.read_line(cancel)
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def permission_question_text(question: PermissionQuestion, width: int) -> str:
