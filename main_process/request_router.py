@@ -562,9 +562,7 @@ class RequestRouter:
                 push = SessionRemovedPush(
                     session_id=session_id, correlation_id=correlation_id, elsewhere=from_terminal
                 )
-            self._broadcast(push)
-            if from_terminal:  # `maka sessions ...` waits for it
-                self._server.send(peer_id, push)
+            self._announce_change(session_id, push, peer_id if from_terminal else None)
             if isinstance(message, SessionsRelocateRequest):
                 # The folder is found again: the cards that ask about a call read it anew.
                 self._refresh_folder_notes(session_id)
@@ -573,6 +571,16 @@ class RequestRouter:
 
         if not self._workers.run_query(f"session-{session_id}", job, done):
             self._reply_error(peer_id, correlation_id, HOST_CLOSING, "")
+
+    def _announce_change(self, session_id: str, push: Message, terminal: int | None) -> None:
+        """A session changed or removed: every window hears it, the terminal whose command made
+        the change (``maka sessions ...`` waits for it), and, for a removal, every ``maka tui``
+        viewing the session (now, not at its next message)."""
+        self._broadcast(push)
+        if terminal is not None:
+            self._server.send(terminal, push)
+        if isinstance(push, SessionRemovedPush):
+            self._to_viewers(session_id, push, terminal)
 
     def _branch(self, peer_id: int, message: BranchOptionsRequest | BranchCreateRequest) -> None:
         """Branch options (on the query pool), or a branch made (issue #36) on a thread of its

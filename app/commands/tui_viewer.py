@@ -189,6 +189,7 @@ class TuiViewer:
             ResumeStartedPush,
             RunStatusPush,
             SessionDriverPush,
+            SessionRemovedPush,
             TranscriptItemPush,
         )
 
@@ -201,6 +202,13 @@ class TuiViewer:
             if isinstance(message, SessionDriverPush) and message.correlation_id == _WATCH:
                 if message.driver is not None:
                     self._driven_by(message.driver)
+                return True
+            if isinstance(message, SessionRemovedPush):
+                self._say(
+                    "[removed] this session was removed by another Maka command or window: its "
+                    "record is gone, and a message here can no longer be sent in it (/quit ends "
+                    "this chat)"
+                )
                 return True
             if self._driving:
                 return False

@@ -561,3 +561,28 @@ def test_a_settle_through_the_host_is_not_shown_to_a_viewer_as_a_turn(
     assert "being recorded" not in chat.text(), chat.text()
     chat.process.send_signal(signal.SIGINT)
     assert chat.finish() == 0, chat.text()
+
+
+def test_a_viewer_is_told_at_once_that_its_session_was_removed(
+    tmp_path: Path, started: tuple[list[Streaming], list[MainProcess]]
+) -> None:
+    """``maka sessions remove`` of the session a ``maka tui`` views: the chat heard of it only
+    when its next message failed with ``session_not_found``."""
+    clients, hosts = started
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "script.json", [[{"text": "Ready."}]]))
+    host = start_main(data, env, "host").wait_ready()
+    hosts.append(host)
+    first = maka(["run", "--cwd", str(work), "hi"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    chat = Streaming(["tui", "--session", session], data, env)
+    clients.append(chat)
+    chat.wait_for(lambda: "served by the running Maka" in _out(chat))
+    removed = maka(["sessions", "remove", session, "--yes"], data, env=env)
+    assert removed.returncode == 0, removed.stderr
+    chat.wait_for(lambda: "[removed] this session was removed" in _out(chat))
+    chat.process.send_signal(signal.SIGINT)
+    assert chat.finish() == 0, chat.text()
