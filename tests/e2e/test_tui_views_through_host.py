@@ -536,22 +536,9 @@ def test_a_settle_through_the_host_is_not_shown_to_a_viewer_as_a_turn(
     """``maka settle`` served by the host (here refused: the call has its outcome) told every
     viewing TUI that "a turn driven by an answer about a tool call being recorded is running",
     and no line ever said it ended: the viewer believed a turn ran."""
-    clients, hosts = started
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    script = write_script(
-        tmp_path / "script.json", [[{"toolCalls": [_bash("b1", "true")]}, {"text": "Done."}]]
+    data, env, session, chat = _viewed(
+        tmp_path, started, [[{"toolCalls": [_bash("b1", "true")]}, {"text": "Done."}]]
     )
-    env = scripted_env(script)
-    host = start_main(data, env, "host").wait_ready()
-    hosts.append(host)
-    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "go"], data, env=env)
-    assert first.returncode == 0, first.stderr
-    session = committed_runs(data)[0][0].session_id
-    chat = Streaming(["tui", "--session", session], data, env)
-    clients.append(chat)
-    chat.wait_for(lambda: "served by the running Maka" in _out(chat))
     settled = maka(["settle", session, "b1", "--not-run"], data, env=env)
     assert settled.returncode != 0 and "[attestation_not_applicable]" in settled.stderr, (
         settled.stderr
@@ -568,21 +555,32 @@ def test_a_viewer_is_told_at_once_that_its_session_was_removed(
 ) -> None:
     """``maka sessions remove`` of the session a ``maka tui`` views: the chat heard of it only
     when its next message failed with ``session_not_found``."""
-    clients, hosts = started
-    data, work = tmp_path / "data", tmp_path / "work"
-    data.mkdir()
-    work.mkdir()
-    env = scripted_env(write_script(tmp_path / "script.json", [[{"text": "Ready."}]]))
-    host = start_main(data, env, "host").wait_ready()
-    hosts.append(host)
-    first = maka(["run", "--cwd", str(work), "hi"], data, env=env)
-    assert first.returncode == 0, first.stderr
-    session = committed_runs(data)[0][0].session_id
-    chat = Streaming(["tui", "--session", session], data, env)
-    clients.append(chat)
-    chat.wait_for(lambda: "served by the running Maka" in _out(chat))
+    data, env, session, chat = _viewed(tmp_path, started, [[{"text": "Ready."}]])
     removed = maka(["sessions", "remove", session, "--yes"], data, env=env)
     assert removed.returncode == 0, removed.stderr
     chat.wait_for(lambda: "[removed] this session was removed" in _out(chat))
     chat.process.send_signal(signal.SIGINT)
     assert chat.finish() == 0, chat.text()
+
+
+def _viewed(
+    tmp_path: Path,
+    started: tuple[list[Streaming], list[MainProcess]],
+    turns: list[list[dict[str, Any]]],
+) -> tuple[Path, dict[str, str], str, Streaming]:
+    """A headless host, one ``maka run`` turn (``turns``, every call allowed) in a new session,
+    and a ``maka tui`` viewing it: the data folder, env, session and the chat."""
+    clients, hosts = started
+    data, work = tmp_path / "data", tmp_path / "work"
+    data.mkdir()
+    work.mkdir()
+    env = scripted_env(write_script(tmp_path / "script.json", turns))
+    host = start_main(data, env, "host").wait_ready()
+    hosts.append(host)
+    first = maka(["run", "--cwd", str(work), "--permission-mode", "auto", "go"], data, env=env)
+    assert first.returncode == 0, first.stderr
+    session = committed_runs(data)[0][0].session_id
+    chat = Streaming(["tui", "--session", session], data, env)
+    clients.append(chat)
+    chat.wait_for(lambda: "served by the running Maka" in _out(chat))
+    return data, env, session, chat
