@@ -386,7 +386,10 @@ def _what_to_do(refusal: Any, sqlite: bool) -> str:
     from storage.ledger.sqlite_connection import DATABASE_NAME
 
     message = str(refusal.message)
-    if refusal.code is not StoreCode.STORE_CORRUPT or not sqlite or "backup" in message:
+    whole_file = "database file is damaged" in message or "database is damaged (" in message
+    if refusal.code is not StoreCode.STORE_CORRUPT or not sqlite or not whole_file:
+        return message  # (one event that does not decode: its run is quarantined, not the file)
+    if "backup" in message:
         return message
     return (
         f"{message.rstrip('.')}. Nothing was changed. Restore the data folder from a backup; or "

@@ -368,10 +368,24 @@ def _list(args: argparse.Namespace) -> int:
         awaiting = {
             (o.session.session_id, o.run_count) for o in overviews if may_await_repair(o)
         } & marked
+    unreadable: set[str] = set()
+    if awaiting and not uses_postgres(data_dir):
+        # A run the last start could not repair (its record does not decode) never will be.
+        from app.host.session_rows import quarantined_sessions
+
+        try:
+            with SessionListing.open(data_dir) as listing:
+                unreadable = quarantined_sessions(listing, {s for s, _ in awaiting})
+        except LedgerError:
+            unreadable = set()
+        awaiting = {row for row in awaiting if row[0] not in unreadable}
     folders: dict[str, bool] = {}  # sessions often share a folder: look each up once
     rows = [
         session_row(
-            overview, (overview.session.session_id, overview.run_count) in awaiting, folders
+            overview,
+            (overview.session.session_id, overview.run_count) in awaiting,
+            folders,
+            overview.session.session_id in unreadable,
         )
         for overview in overviews
     ]
@@ -435,6 +449,9 @@ def _print(
         flag = "  INTERRUPTED" if row["interrupted"] else ""
         if row.get("awaitingRepair"):
             flag = "  INTERRUPTED (repaired at the next start)"
+        if row.get("recordUnreadable"):
+            why = maka_command(f"plan {row['sessionId']}")
+            flag = f"  INTERRUPTED (its record cannot be read: {why} says why)"
         if row["resumable"] and enabled:
             # The listing does not plan: the resume may still park (an unknown outcome, changed
             # files), and then it says why instead of continuing.

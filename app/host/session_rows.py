@@ -17,7 +17,10 @@ if TYPE_CHECKING:
 
 
 def session_row(
-    overview: SessionOverview, unowned: bool, folders: dict[str, bool] | None = None
+    overview: SessionOverview,
+    unowned: bool,
+    folders: dict[str, bool] | None = None,
+    unreadable: bool = False,
 ) -> dict[str, Any]:
     """One session's ``--json`` row. ``unowned``: no process owns the data folder now, so a run
     still marked running or created belongs to a process that is gone (startup recovery ends it).
@@ -53,6 +56,10 @@ def session_row(
     if unowned and may_await_repair(overview):
         row["interrupted"] = True
         row["awaitingRepair"] = True
+    if unreadable:  # (``quarantined_sessions``: never repaired, not awaiting it)
+        row["interrupted"] = True
+        row["recordUnreadable"] = True
+        row.pop("awaitingRepair", None)
     return row
 
 
@@ -111,16 +118,48 @@ def orphaned(
     elif not nobody_owns(data_dir):
         return []
     now: dict[str, dict[str, str]] = {}
+    # A run of an earlier owner than the last start's is one that start's recovery could not
+    # repair (quarantined: its record does not decode), not one awaiting repair.
+    epoch = None if uses_postgres(data_dir) else _owner_epoch(store)
     for session_id, _ in marked:
         if session_id not in now:
             now[session_id] = {
-                header.run_id: str(header.status) for header in store.list_session_runs(session_id)
+                header.run_id: str(header.status)
+                for header in store.list_session_runs(session_id)
+                if epoch is None or header.owner_epoch >= epoch
             }
     return [
         (session_id, run_id)
         for session_id, run_id in marked
         if now[session_id].get(run_id) in ("created", "running")
     ]
+
+
+def _owner_epoch(store: Any) -> int | None:
+    """The data folder's owner epoch (the last start's), or None when the reader cannot say."""
+    read = getattr(store, "read_owner_epoch", None)
+    if read is None:
+        return None
+    try:
+        return int(read())
+    except Exception:
+        return None
+
+
+def quarantined_sessions(store: Any, session_ids: Iterable[str]) -> set[str]:
+    """Of ``session_ids`` (their last run still marked created or running, nobody owning the
+    data folder), those whose last run is of an owner before the last start's: that start's
+    recovery could not repair it (its record does not decode), so no later start will either;
+    it is not awaiting repair. The data folder's own ledger only."""
+    epoch = _owner_epoch(store)
+    if epoch is None:
+        return set()
+    found = set()
+    for session_id in session_ids:
+        runs = store.list_session_runs(session_id)
+        if runs and max(runs, key=lambda h: (h.created_at, h.run_id)).owner_epoch < epoch:
+            found.add(session_id)
+    return found
 
 
 def sessions_unheld(store: Any, session_ids: Iterable[str]) -> set[str]:

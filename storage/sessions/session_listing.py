@@ -73,6 +73,11 @@ class SessionListing:
             self._runs = runs
         return list(self._runs.get(session_id, ()))
 
+    def read_owner_epoch(self) -> int:
+        """The data folder's owner epoch: the last start's (startup recovery bumps it)."""
+        with sqlite_errors():
+            return headers.read_owner_epoch(self._conn)
+
     def list_run_facts(self) -> Sequence[RunFact]:
         """What a list of sessions needs of every run, in one query (no whole headers)."""
         with sqlite_errors():

@@ -76,6 +76,13 @@ def test_a_run_whose_event_no_longer_decodes_parks_its_session(
         assert "runtime_ledger_unreadable" in result.stdout, result.stdout
     listed = maka(["sessions"], data, env=env)
     assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    # The start above could not repair it (quarantined), so no start will: it does not await
+    # repair ("repaired at the next start" was untrue), its record cannot be read.
+    assert f"INTERRUPTED (its record cannot be read: maka plan {session} says why)" in (
+        listed.stdout
+    ), listed.stdout
+    [row] = json.loads(maka(["sessions", "--json"], data, env=env).stdout)["sessions"]
+    assert row["recordUnreadable"] is True and "awaitingRepair" not in row, row
     # Reading the damaged run itself says what is wrong, with its code.
     timeline = maka(["timeline", session], data, env=env)
     assert "Traceback" not in timeline.stderr, timeline.stderr
