@@ -91,6 +91,12 @@ def write_timeline(
         if run.parent_run_id is not None:
             line += f" (continues {run.parent_run_id} after event {run.source_high_water})"
         out.write(_paint(line, "1", colour) + "\n")
+        if run.failure_class == "runtime_ledger_unreadable" and not run.rows:
+            out.write(
+                f"{pad}  (its saved record cannot be read: an event of it no longer decodes, so "
+                "startup recovery set it aside; the session's other runs are shown, and a new "
+                "message carries the session on without it)\n"
+            )
         for row in run.rows:
             _write_row(row, pad + "  ", pins.get((run.run_id, row.seq), ()), out, colour)
         if marks is not None and marks.run_id == run.run_id:

@@ -12,12 +12,14 @@ nothing to resume: the planner is not asked, and there is no plan header.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.resume_candidate import resume_candidate
-from runtime.ledger.codes import ParkReason
+from runtime.ledger.codes import ParkReason, StoreCode
 from runtime.ledger.event_model import RuntimeEvent
+from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, StoredEvent
 from runtime.ledger.timeline_events import ToolFact
 from runtime.ledger.timeline_lazy import LazyRows, TimelineIndex, run_ended
@@ -65,6 +67,20 @@ def run_source(header: RunHeader, rows: Sequence[StoredEvent] = ()) -> RunSource
     )
 
 
+UNREADABLE = ParkReason.RUNTIME_LEDGER_UNREADABLE.value
+"""What a run whose record no longer decodes shows as its ending (no rows): startup recovery
+quarantined it, and the session's other runs are shown as they are."""
+
+
+def _readable_source(store: TimelineStore, header: RunHeader) -> RunSource:
+    try:
+        return run_source(header, store.read_run_events(header.run_id))
+    except LedgerError as error:
+        if str(error.code) != StoreCode.STORE_CORRUPT:
+            raise
+        return replace(run_source(header), failure_class=UNREADABLE)
+
+
 def read_session_timeline(
     store: TimelineStore,
     session_id: str,
@@ -74,7 +90,7 @@ def read_session_timeline(
 ) -> SessionTimeline:
     """The session's runs in lineage order (only ``run_id`` when given) and the plan header."""
     headers = store.list_session_runs(session_id)
-    sources = [run_source(header, store.read_run_events(header.run_id)) for header in headers]
+    sources = [_readable_source(store, header) for header in headers]
     runs = build_timeline(sources)
     interrupted = resume_candidate(headers) is not None  # the run Safe resume would plan for
     plan = plan_latest(session_id) if plan_latest is not None and interrupted else None

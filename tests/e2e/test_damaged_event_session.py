@@ -83,13 +83,17 @@ def test_a_run_whose_event_no_longer_decodes_parks_its_session(
     ), listed.stdout
     [row] = json.loads(maka(["sessions", "--json"], data, env=env).stdout)["sessions"]
     assert row["recordUnreadable"] is True and "awaitingRepair" not in row, row
-    # Reading the damaged run itself says what is wrong, with its code.
+    # The timeline shows the readable run and marks the damaged one (it refused the session).
     timeline = maka(["timeline", session], data, env=env)
-    assert "Traceback" not in timeline.stderr, timeline.stderr
-    assert "[store_corrupt]: stored event" in timeline.stderr, timeline.stderr
-    assert "does not decode" in timeline.stderr, timeline.stderr
+    assert timeline.returncode == 0 and "Traceback" not in timeline.stderr, timeline.stderr
+    assert "user: hello" in timeline.stdout, timeline.stdout
+    assert f"run {run} [running, runtime_ledger_unreadable] 0 events" in timeline.stdout
+    assert "its saved record cannot be read" in timeline.stdout, timeline.stdout
+    # Export still refuses the session (a copy without a run would not import), saying which.
+    exported = maka(["export", session, "-o", str(tmp_path / "out.jsonl")], data, env=env)
+    assert exported.returncode != 0 and "[store_corrupt]: stored event" in exported.stderr
     if as_text:
-        assert "payload is stored as text" in timeline.stderr, timeline.stderr
+        assert "payload is stored as text" in exported.stderr, exported.stderr
 
 
 def test_the_desktop_shows_the_readable_runs_and_says_which_run_cannot_be_read(
