@@ -48,8 +48,27 @@ def restart_argv() -> list[str]:
     main_module = sys.modules.get("__main__")
     spec = getattr(main_module, "__spec__", None)
     if spec is not None and spec.name:
-        return [sys.executable, "-m", spec.name.removesuffix(".__main__"), *sys.argv[1:]]
+        return [*module_command(spec.name.removesuffix(".__main__")), *sys.argv[1:]]
     return [sys.executable, *sys.argv]
+
+
+_RUN_OWN_MODULE = (
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
+)
+
+
+def module_command(module: str) -> list[str]:
+    """This interpreter running ``module`` of this program (a source install), with its own
+    packages first on the import path. ``python -m module`` puts the current folder first, and
+    the user's folder (a window starts in it) may hold an ``app.py`` or ``app/`` of its own,
+    which then hid Maka's ``app`` package: no window ever opened there. So: ``-P`` (no current
+    folder) and the folder holding this program's packages put first by a two-line start, the
+    environment left as it is (its variables reach the tools the agent runs)."""
+    import app
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(app.__file__)))
+    return [sys.executable, "-P", "-c", _RUN_OWN_MODULE, root, module]
 
 
 def window_restart_argv() -> list[str]:
@@ -91,7 +110,8 @@ def renderer_command(extra_arguments: tuple[str, ...] = ()) -> RendererCommand:
     role = ("--role", "renderer", *extra_arguments, *folder)
     if is_frozen():
         return RendererCommand(QCoreApplication.applicationFilePath(), ("gui", *role))
-    return RendererCommand(sys.executable, ("-m", "app.commands.gui_cmd", *role))
+    program, *arguments = module_command("app.commands.gui_cmd")
+    return RendererCommand(program, (*arguments, *role))
 
 
 class RendererLauncher(QObject):

@@ -122,14 +122,32 @@ def test_auto_resume_does_nothing_with_the_flag_off() -> None:
     assert select_auto_resume([_run("a", "r", 1)], enabled=False).resume == ()
 
 
-def test_renderer_is_spawned_from_this_program(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_renderer_is_spawned_from_this_program(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A source install runs its own ``app.commands.gui_cmd``, whatever the folder it starts
+    in holds: ``python -m`` put the current folder first, and a project's ``app.py`` hid Maka's
+    ``app`` package, so the window never opened in a Python project's folder."""
+    import subprocess
     import sys
 
     from PySide6.QtCore import QCoreApplication
 
     command = renderer_command()
     assert command.program == sys.executable
-    assert command.arguments == ("-m", "app.commands.gui_cmd", "--role", "renderer")
+    assert command.arguments[-3:] == ("app.commands.gui_cmd", "--role", "renderer")
+    assert command.arguments[0] == "-P"
+    (tmp_path / "app.py").write_text("raise SystemExit('the project app.py was imported')\n")
+    (tmp_path / "main_process").mkdir()  # (a folder of the same name as another package)
+    ran = subprocess.run(
+        [command.program, *command.arguments[:-2], "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0 and "usage: maka gui" in ran.stdout, ran.stderr
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     frozen = renderer_command(("--refusal", "store_corrupt"))
     assert frozen.arguments == ("gui", "--role", "renderer", "--refusal", "store_corrupt")
