@@ -65,9 +65,8 @@ def module_command(module: str) -> list[str]:
     which then hid Maka's ``app`` package: no window ever opened there. So: ``-P`` (no current
     folder) and the folder holding this program's packages put first by a two-line start, the
     environment left as it is (its variables reach the tools the agent runs)."""
-    import app
-
-    root = os.path.dirname(os.path.dirname(os.path.abspath(app.__file__)))
+    # (the folder holding ``main_process``, and beside it ``app``: one distribution)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return [sys.executable, "-P", "-c", _RUN_OWN_MODULE, root, module]
 
 
