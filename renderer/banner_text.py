@@ -84,7 +84,15 @@ def automatic_stop_note() -> tuple[str, str]:
     )
 
 
-def rebaseline_note(*, compared: bool) -> str:
+def rebaseline_note(*, compared: bool, uncaptured: str = "") -> str:
+    """The note beside **Continue with my current files**. ``uncaptured``: why the current
+    files cannot be snapshotted (a nested repository): the snapshot at the stop may well be
+    there (a restored copy is offered from it), so "no snapshot is left" would be untrue."""
+    if uncaptured:
+        return _tr(
+            "The files stay as they are now, but {why}; the model is told they may have "
+            "changed and re-reads them."
+        ).replace("{why}", uncaptured.rstrip("."))
     if compared:
         return _tr(
             "The files stay as they are now; the model is told which changed and re-reads them."

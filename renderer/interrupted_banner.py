@@ -573,7 +573,13 @@ class InterruptedBanner(TintedPanel):
         )
         self.restore_button.setToolTip(plain_tip(self.restore_note.text()))
         uncompared = any(d.code == "workspace_rebaseline_uncompared" for d in current.diagnostics)
-        self.rebaseline_note.setText(rebaseline_note(compared=not uncompared))
+        uncaptured = next(
+            (d.message for d in current.diagnostics if d.code == "workspace_rebaseline_uncaptured"),
+            "",
+        )
+        self.rebaseline_note.setText(
+            rebaseline_note(compared=not uncompared, uncaptured=visible(uncaptured))
+        )
         self.rebaseline_button.setToolTip(plain_tip(self.rebaseline_note.text()))
         for button, note, option in (
             (self.restore_button, self.restore_note, "isolated_restore"),

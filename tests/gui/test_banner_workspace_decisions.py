@@ -171,6 +171,38 @@ def test_the_rebaseline_offer_says_when_no_snapshot_can_tell_which_files_changed
     assert "which changed and re-reads" not in missing.rebaseline_note.text()
 
 
+def test_the_rebaseline_offer_says_why_the_current_files_cannot_be_snapshotted(
+    qtbot: QtBot,
+) -> None:
+    """A nested repository made while Maka was stopped: the snapshot at the stop is there (the
+    restored copy is offered from it), but the current files cannot be snapshotted. The note
+    said "no snapshot is left", beside a restore offered from that very snapshot, and never
+    said that continuing goes on without snapshots."""
+    bridge = FakeBridge(safe_resume_enabled=True)
+    banner = InterruptedBanner(bridge)
+    qtbot.addWidget(banner)
+    banner.show()
+    banner.set_session("s1", interrupted=True, folder="/home/ann/proj")
+    drift = ResumeDiagnostic(code="workspace_drift", message="changed")
+    uncompared = ResumeDiagnostic(code="workspace_rebaseline_uncompared", message="no listing")
+    uncaptured = ResumeDiagnostic(
+        code="workspace_rebaseline_uncaptured",
+        message="the current files cannot be snapshotted (sub is a nested repository): "
+        "continuing with them goes on without a snapshot until that is removed",
+    )
+    bridge.push_parked(
+        "s1",
+        ("workspace_drift",),
+        (drift, uncompared, uncaptured),
+        workspace_options=("isolated_restore", "rebaseline"),
+    )
+    note = banner.rebaseline_note.text()
+    assert "no snapshot is left" not in note, note
+    assert note.startswith("The files stay as they are now, but the current files cannot be "), note
+    assert "(sub is a nested repository)" in note and "without a snapshot until" in note, note
+    assert banner.rebaseline_button.toolTip() == note
+
+
 def _restore_dialog_text(
     qtbot: QtBot, folder: str, note: ResumeDiagnostic
 ) -> tuple[str, FakeBridge]:
