@@ -817,6 +817,7 @@ class MainWindow(QMainWindow):
         )
         summary = self.sessions.model.summary(session) if session is not None else None
         self.composer.set_held_elsewhere(summary.held_elsewhere if summary is not None else None)
+        self.timeline.set_resume_offered(summary is None or summary.interrupted)
         self.cancel_action.setEnabled(connected and running and not elsewhere)
         self.session_actions.set_enabled(connected and session is not None and not running)
         self.new_action.setEnabled(connected)

@@ -175,6 +175,10 @@ class TimelinePanel(QWidget):
         self._boundaries: dict[str, BranchOptionItem] = {}
         self._origins: dict[str, BranchOrigin | None] = {}
         self._turn: tuple[str, TurnRunning | None] = ("", None)
+        # Whether this window offers Safe resume for the open session (its banner: a turn a
+        # crash or restart interrupted); a turn that was stopped or failed is continued from a
+        # terminal (``maka resume``), and the verdict says so.
+        self._resume_offered = True
         self._opens_out = 0  # record readings asked for and not answered
         self._reread_timer = QTimer(self)
         self._reread_timer.setSingleShot(True)
@@ -837,6 +841,12 @@ class TimelinePanel(QWidget):
         text = f"{_runs(runs)}, {events:,} events. Safe resume {verdict}"
         if plan.boundary_high_water is not None:
             text += f" at event {plan.boundary_high_water} of {plan.boundary_run_id}"
+        if plan.disposition == "continue" and not self._resume_offered:
+            # (no banner offers it here: the turn was stopped or failed, not cut by a crash)
+            text += (
+                f" from a terminal (maka resume {push.session_id}); here, a new message "
+                "carries the session on"
+            )
         self.verdict.setText(_tr(text + "."))
         pinned = [pin for pin in plan.pins if pin.run_id is not None]
         outside = [pin for pin in plan.pins if pin.run_id is None]
@@ -959,6 +969,13 @@ class TimelinePanel(QWidget):
         self.said.emit(_tr(f"Copied the JSON of {which}."))
 
     # ---- the verdict kept true while the session changes --------------------------------------
+
+    def set_resume_offered(self, offered: bool) -> None:
+        """Whether the window offers Safe resume for the open session (its banner does only
+        for a turn a crash or restart interrupted)."""
+        if offered != self._resume_offered:
+            self._resume_offered = offered
+            self._show_verdict()
 
     def set_turn_running(self, session_id: str | None, where: TurnRunning | None) -> None:
         """Whether ``session_id``'s turn runs now, and where (the window tracks it from the

@@ -167,3 +167,28 @@ def test_a_push_about_another_session_leaves_the_verdict(qtbot: QtBot) -> None:
     qtbot.wait(400)
     assert panel.verdict.text() == before
     assert len(bridge.calls_to("open_timeline")) == opened
+
+
+def test_a_verdict_the_window_offers_no_way_to_follow_says_where_it_can(qtbot: QtBot) -> None:
+    """A turn the user stopped (or one that failed) is no crash: the window's banner does not
+    offer Safe resume for it, and Session › Safe resume is greyed. The Timeline said "Safe
+    resume can continue at event N" with no word of where; it names the terminal's command
+    and what carries the session on here. For a crash's turn (the banner offers it) it does
+    not."""
+    parked = parked_session(rows_before=6, session_id="s1")
+    marks = parked.header.marks if parked.header is not None else None
+    continuing = replace(parked, header=ParkHeader("continue", (), (), marks))
+    window, bridge = _window(qtbot, {"s1": continuing}, 1180, 760)
+    panel = window.timeline
+    qtbot.waitUntil(lambda: "Safe resume can continue" in panel.verdict.text(), timeout=3000)
+    assert "from a terminal" not in panel.verdict.text()  # interrupted: the banner offers it
+    stopped = bc.SessionSummary(
+        session_id="s1",
+        cwd="/w/project",
+        title="count the lines once and write the total to count.txt",
+        last_run_status=bc.RunStatusValue.CANCELLED,
+    )
+    bridge.sessions_listed.emit(bc.SessionsListedPush(sessions=(stopped,)))
+    qtbot.waitUntil(lambda: "from a terminal" in panel.verdict.text(), timeout=3000)
+    said = panel.verdict.text()
+    assert "(maka resume s1)" in said and "a new message carries the session on" in said, said
