@@ -137,11 +137,15 @@ def record_verified(path: Path) -> None:
         return
     target = stamp_path(path)
     temp = target.with_name(target.name + ".tmp")
-    with contextlib.suppress(OSError):
+    try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(_current_stamp(path), handle)
         os.replace(temp, target)
+    except OSError:
+        # (a full disk: no half-written stamp left beside the database)
+        with contextlib.suppress(OSError):
+            temp.unlink()
 
 
 def forget_verified(path: Path) -> None:
