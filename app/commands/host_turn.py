@@ -462,8 +462,15 @@ class _HostTurn:
             self._question = cancel
             self._question_id = request_id
 
+        lines = InputLines.of(sys.stdin)
+        dropped = lines.discard_typed_ahead()  # (at a terminal: only what is typed after it)
+        if dropped:
+            from app.host.terminal_transcript import typed_ahead_note
+
+            print(typed_ahead_note(dropped), file=sys.stdout, flush=True)
+
         def answer() -> None:
-            line = InputLines.of(sys.stdin).read_line(cancel)
+            line = lines.read_line(cancel)
             if cancel.is_cancelled():
                 return
             allow = line is not None and line.strip().lower() in ("y", "yes", "allow")

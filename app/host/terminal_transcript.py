@@ -14,6 +14,7 @@ command's question says that commands can change files anywhere the user can.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import shutil
 import sys
@@ -238,6 +239,34 @@ class InputLines:
                 lines = cls._by_stream[id(stream)] = cls(stream)
             return lines
 
+    def discard_typed_ahead(self) -> list[str]:
+        """Forget the lines typed before now, when the stream is a terminal: a question shown
+        now is answered only by what is typed after it. A "y" typed while a command ran (for a
+        question already answered, or by habit) approved the next question before it could be
+        read. From a pipe, lines given ahead are answers meant for the questions, kept; the end
+        of input stays the end."""
+        if not _is_terminal(self._stream):
+            return []
+        # What the terminal holds not yet read (typed before anything read it) goes too.
+        with contextlib.suppress(ImportError, OSError, ValueError, AttributeError):
+            import termios
+
+            termios.tcflush(self._stream.fileno(), termios.TCIFLUSH)
+        ended = False
+        dropped: list[str] = []
+        while True:
+            try:
+                line = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                ended = True
+            elif line.strip():
+                dropped.append(line.strip())
+        if ended:
+            self._queue.put(None)
+        return dropped
+
     def read_line(self, cancel: CancelToken | None = None, poll_s: float = 0.2) -> str | None:
         """The next line (with its newline), or None at the end of input or once ``cancel``
         is cancelled."""
@@ -326,6 +355,9 @@ class StdinPermissionAsker:
         # ends the line); from a pipe nothing is echoed, so the question is a line of its own.
         typed = _is_terminal(self._stream)
         if typed:
+            dropped = self._lines.discard_typed_ahead()
+            if dropped:
+                self._transcript.print_line(typed_ahead_note(dropped))
             self._transcript.prompt(text)
         else:
             self._transcript._line(text)
@@ -338,6 +370,16 @@ class StdinPermissionAsker:
 
     def _read_line(self, cancel: CancelToken) -> str | None:
         return self._lines.read_line(cancel)
+
+
+def typed_ahead_note(dropped: list[str]) -> str:
+    """What is said of lines typed before a permission question, set aside unanswered."""
+    shown = ", ".join(repr(visible(line)[:40]) for line in dropped[:3])
+    more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+    return (
+        f"(typed before this question, so not taken as its answer: {shown}{more}; answer "
+        "below)"
+    )
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -1,0 +1,99 @@
+"""A line typed at the terminal before a permission question is shown is never taken as its
+answer: a "y" typed while a command ran (the habit of answering the last question) approved the
+next question in the same instant, before the user could read it (``maka tui``, alone and
+through a host, and ``maka run``). It is set aside, said so, and the question waits."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pty
+import select
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.maka_process import maka_executable
+from tests.helpers.maka_run import scripted_env, write_script
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal"),
+]
+
+STEPS = [
+    {
+        "text": "step one",
+        "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "sleep 3"}}],
+    },
+    {
+        "text": "step two",
+        "toolCalls": [
+            {"id": "c2", "name": "write_file", "args": {"path": "ta.txt", "content": "ahead\n"}}
+        ],
+    },
+    {"text": "done"},
+]
+
+
+class _Terminal:
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the real command on the pseudo-terminal
+            os.execve(args[0], args, env)
+        self.seen = b""
+
+    def wait_for(self, text: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self.seen:
+            assert time.monotonic() < deadline, self.seen.decode(errors="replace")
+            self.read(0.2)
+
+    def read(self, wait: float) -> None:
+        ready, _, _ = select.select([self.fd], [], [], wait)
+        if ready:
+            with contextlib.suppress(OSError):
+                self.seen += os.read(self.fd, 65536)
+
+    def type(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def close(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)
+
+
+def test_a_y_typed_while_a_command_runs_does_not_answer_the_next_question(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ)
+    env.pop("MAKA_FAILPOINT", None)
+    env.update(scripted_env(write_script(tmp_path / "script.json", [STEPS])))
+    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
+    command = [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "ask", "go"]
+    terminal = _Terminal(command, env)
+    try:
+        terminal.wait_for("Allow? [y/N]")
+        terminal.type("y\n")  # the bash question: allowed
+        terminal.wait_for("[tool] bash sleep 3")
+        time.sleep(0.5)
+        terminal.type("y\n")  # typed ahead, while the command runs
+        terminal.wait_for("write_file wants to")
+        terminal.wait_for("not taken as its answer: 'y'")
+        for _ in range(10):
+            terminal.read(0.2)
+        assert not (work / "ta.txt").exists(), terminal.seen.decode(errors="replace")
+        assert b"[permission] allow" not in terminal.seen.split(b"write_file wants to")[1]
+        terminal.type("n\n")
+        terminal.wait_for("[permission] deny")
+        terminal.wait_for("done")
+    finally:
+        terminal.close()
+    assert not (work / "ta.txt").exists()
