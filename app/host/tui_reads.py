@@ -180,6 +180,16 @@ def print_transcript(
         _say_marks(marks, ("run", run_id), out)
 
 
+def _card_status(entry: Any) -> str:
+    """A tool card's status as the desktop's card qualifies it: a call refused because the
+    turn was cancelled, or denied, did not fail ("failed" beside the timeline's "not run")."""
+    if entry.status == "failed" and entry.code == "cancelled":
+        return "cancelled"
+    if entry.status == "failed" and entry.code == "permission_denied":
+        return "denied"
+    return str(entry.status)
+
+
 def _print_entry(entry: Any, visible: Any, out: Out) -> None:
     if entry.type == "user_message":
         out(f"you> {visible(entry.text)}")
@@ -187,7 +197,7 @@ def _print_entry(entry: Any, visible: Any, out: Out) -> None:
         out(visible(entry.text.rstrip()))
     elif entry.type == "tool_card":
         args = visible(entry.args_summary, strict=True)
-        out(f"[tool] {visible(entry.tool_name)} {args}  ({entry.status})")
+        out(f"[tool] {visible(entry.tool_name)} {args}  ({_card_status(entry)})")
         if entry.result_summary:
             out(f"  {visible(entry.result_summary)}")
         if entry.attestation is not None:
