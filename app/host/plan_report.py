@@ -32,6 +32,7 @@ from runtime.ledger.codes import (
     DiagnosticCode,
     ParkReason,
     ResolverReason,
+    ResolverStatus,
     SettlementOrigin,
     StoreCode,
 )
@@ -755,7 +756,12 @@ def _next_step(
     only_history = plan.rejection_reasons == (ParkReason.PROVIDER_HISTORY_TOO_LONG,)
     if only_history or "workspace_folder_missing" in {r.value for r in plan.rejection_reasons}:
         return []  # (a new message cannot run in a folder that is gone: the advice above says so)
-    unsettled = any(op.decision.status.value != "completed" for op in operations or ())
+    # The calls the model is told about with a new message (``outcome_notices``): an unknown
+    # or parked outcome; a call never dispatched did not run, and nothing is said of it.
+    unsettled = any(
+        op.decision.status in (ResolverStatus.INDETERMINATE, ResolverStatus.PARKED)
+        for op in operations or ()
+    )
     told = "; the model is told which calls are unsettled" if unsettled else ""
     if plan.workspace_options:
         return [
