@@ -283,6 +283,8 @@ def _chat(  # noqa: C901
             print(f"unknown command {command}; /help lists the commands")
         elif cut_by_terminal(line):
             print(cut_line_words(None if session is None else session.session_id))
+            # (this chat holds the data folder: the command it names is refused until /quit)
+            print(HOLDS_THE_FOLDER)
         else:
             if session is None:
                 try:
@@ -348,6 +350,11 @@ def _resume(
         print(TUI_PARK_NOTE)
 
 
+HOLDS_THE_FOLDER = "(/quit first: while this chat runs, it holds the data folder)"
+TUI_CONTINUE_NOTE = (
+    "(In this TUI, /resume continues it. The maka commands above need the data folder, which "
+    "this TUI holds: /quit first, or they are refused with store_locked.)"
+)
 TUI_PARK_NOTE = (
     "(In this TUI a message is simply typed here, and changed files are answered with "
     "/rebaseline or /restore [DIR] (maka resume --rebaseline / --restore-to). The maka "
@@ -482,6 +489,8 @@ def _plan(host: Any, session_id: str) -> None:
         say_error(error.code, error.message)
         return
     print("\n".join(words.summary))
+    # Its advice names maka commands, which this chat's hold on the data folder refuses.
+    print(TUI_PARK_NOTE if not plan.continues else TUI_CONTINUE_NOTE)
 
 
 def _say_if_parked(host: Any, session_id: str) -> bool:
@@ -530,4 +539,4 @@ def _turn(
         say_error(error.code, error.message)
         if str(error.code) == "invalid_cwd":
             # maka sessions relocate needs the data folder, which this chat holds.
-            print("(/quit first: while this chat runs, it holds the data folder)", file=sys.stderr)
+            print(HOLDS_THE_FOLDER, file=sys.stderr)

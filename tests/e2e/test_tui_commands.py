@@ -91,6 +91,9 @@ def test_plan_and_timeline_print_what_maka_plan_and_maka_timeline_print(
     assert plan.strip() in chat.stdout, (plan, chat.stdout)
     assert timeline.strip() in chat.stdout, (timeline, chat.stdout)
     assert "/plan takes no argument; /help lists the commands" in chat.stdout
+    # Alone, the chat holds the data folder: the maka commands the plan names wait for /quit.
+    held = "The maka commands above need the data folder, which this TUI holds: /quit first"
+    assert (held in " ".join(chat.stdout.split())) is not beside_a_host, chat.stdout
 
 
 def test_plan_and_timeline_before_a_session_say_there_is_none_yet(tmp_path: Path) -> None:
