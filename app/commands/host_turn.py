@@ -308,6 +308,9 @@ class _HostTurn:
         self._lock = threading.Lock()
         self._question: CancelToken | None = None
         self._question_id: str | None = None
+        # ``Allow? [y/N] `` printed without its newline (a terminal: the answer is typed on
+        # its line); the next output starts a line first unless the user's Enter did.
+        self._mid_question = False
         self._done = CancelToken()
 
     def follow(self, on_started: Any, send: Callable[[], None] | None = None) -> Any:
@@ -388,9 +391,7 @@ class _HostTurn:
         while True:
             message = self._host.receive()
             if isinstance(message, TurnOutputPush) and message.session_id == self._session_id:
-                stream = sys.stderr if message.stream == "stderr" else sys.stdout
-                stream.write(message.text)
-                stream.flush()
+                self._print_output(message.text, message.stream == "stderr")
             elif (
                 isinstance(message, ResumeStartedPush)
                 and self._resuming
@@ -450,6 +451,32 @@ class _HostTurn:
                     exit_code = EXIT_PARKED  # as a busy session parks Safe resume
                 raise CliError(refusal.code, refusal.message, exit_code)
 
+    def _print_output(self, text: str, to_stderr: bool) -> None:
+        """What the host's turn printed: a permission question's ``Allow? [y/N] `` keeps the
+        typed answer on its line at a terminal, as ``maka run`` alone does."""
+        stream = sys.stderr if to_stderr else sys.stdout
+        with self._lock:
+            if self._mid_question:
+                stream.write("\n")  # (answered elsewhere: no Enter ended the line)
+                self._mid_question = False
+            asks = text.endswith(f"{ALLOW_PROMPT}\n") and _typed_at_a_terminal()
+            if asks:
+                text = text[:-1]
+                self._mid_question = True
+        if asks:
+            # Only what is typed after the question answers it (a "y" typed while a command
+            # ran approved it before it could be read): set aside now, as it is shown.
+            from app.commands.terminal_transcript import InputLines
+            from app.host.terminal_transcript import typed_ahead_note
+
+            dropped = InputLines.of(sys.stdin).discard_typed_ahead()
+            if dropped:
+                question = text.rfind("[permission]")
+                head, tail = (text[:question], text[question:]) if question >= 0 else ("", text)
+                text = f"{head}{typed_ahead_note(dropped)}\n{tail}"
+        stream.write(text)
+        stream.flush()
+
     def _ask(self, session_id: str, request_id: str) -> None:
         """Read the answer from standard input on its own thread (the pushes keep coming: a
         window may answer first); the end of input denies, as ``maka run`` does alone."""
@@ -462,15 +489,13 @@ class _HostTurn:
             self._question = cancel
             self._question_id = request_id
 
-        lines = InputLines.of(sys.stdin)
-        dropped = lines.discard_typed_ahead()  # (at a terminal: only what is typed after it)
-        if dropped:
-            from app.host.terminal_transcript import typed_ahead_note
-
-            print(typed_ahead_note(dropped), file=sys.stdout, flush=True)
+        lines = InputLines.of(sys.stdin)  # (what was typed before the question: set aside)
 
         def answer() -> None:
             line = lines.read_line(cancel)
+            if line is not None:
+                with self._lock:
+                    self._mid_question = False  # (the user's Enter ended the line)
             if cancel.is_cancelled():
                 return
             allow = line is not None and line.strip().lower() in ("y", "yes", "allow")
@@ -498,3 +523,13 @@ class _HostTurn:
         if question is not None:
             question.cancel()
         return question is not None
+
+
+ALLOW_PROMPT = "Allow? [y/N] "
+
+
+def _typed_at_a_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False

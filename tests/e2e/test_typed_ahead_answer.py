@@ -97,3 +97,42 @@ def test_a_y_typed_while_a_command_runs_does_not_answer_the_next_question(
     finally:
         terminal.close()
     assert not (work / "ta.txt").exists()
+
+
+def test_through_a_host_the_answer_is_typed_on_the_questions_line_and_not_ahead(
+    tmp_path: Path,
+) -> None:
+    """The same beside a running ``maka host``, whose turn's output the terminal prints: the
+    question came with its newline, so the typed answer stood alone under it, and a "y" typed
+    ahead answered it."""
+    from tests.helpers.maka_process import start_main
+
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    script = scripted_env(write_script(tmp_path / "script.json", [STEPS]))
+    host = start_main(data, script, "host").wait_ready()
+    env = dict(os.environ)
+    env.pop("MAKA_FAILPOINT", None)
+    env.update(script)
+    env["MAKA_DATA_DIR"] = str(data)
+    command = [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "ask", "go"]
+    terminal = _Terminal(command, env)
+    try:
+        terminal.wait_for("Allow? [y/N]")
+        terminal.type("y\n")
+        terminal.wait_for("[permission] allow")
+        assert b"Allow? [y/N] y" in terminal.seen, terminal.seen  # (the echo, on its line)
+        time.sleep(0.5)
+        terminal.type("y\n")  # typed ahead
+        terminal.wait_for("write_file wants to")
+        terminal.wait_for("not taken as its answer: 'y'")
+        for _ in range(10):
+            terminal.read(0.2)
+        assert not (work / "ta.txt").exists(), terminal.seen.decode(errors="replace")
+        terminal.type("n\n")
+        terminal.wait_for("done")
+    finally:
+        terminal.close()
+        host.stop()
+    assert not (work / "ta.txt").exists()
