@@ -102,5 +102,5 @@ def run_timeline(args: argparse.Namespace) -> int:
     if args.json:
         write_timeline_json(runs, header, {"file": str(args.file)})
     else:
-        write_timeline(runs, header)
+        write_timeline(runs, header, only_problems=args.only_problems)
     return EXIT_OK

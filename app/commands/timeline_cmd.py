@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
                 "that session's up to there "
                 f"({maka_command(f'timeline {origin.source_session_id}')})"
             )
-        write_timeline(runs, header)
+        write_timeline(runs, header, only_problems=args.only_problems)
     return EXIT_OK
 
 

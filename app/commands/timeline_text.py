@@ -69,8 +69,14 @@ def _pin_line(reason: TimelineReason) -> tuple[str, str | None]:
 
 
 def write_timeline(
-    runs: Sequence[TimelineRun], header: ParkHeader | None, out: TextIO | None = None
+    runs: Sequence[TimelineRun],
+    header: ParkHeader | None,
+    out: TextIO | None = None,
+    *,
+    only_problems: bool = False,
 ) -> None:
+    """The timeline as text; ``only_problems``: the runs keep only their problem rows (every
+    run stays, so the lineage reads), and a run left with none says so."""
     out = out if out is not None else sys.stdout
     colour = use_colour(out)
     if colour:
@@ -97,6 +103,8 @@ def write_timeline(
                 "startup recovery set it aside; the session's other runs are shown, and a new "
                 "message carries the session on without it)\n"
             )
+        if only_problems and not run.rows and run.failure_class != "runtime_ledger_unreadable":
+            out.write(f"{pad}  (no problem in this run)\n")
         for row in run.rows:
             _write_row(row, pad + "  ", pins.get((run.run_id, row.seq), ()), out, colour)
         if marks is not None and marks.run_id == run.run_id:

@@ -238,3 +238,17 @@ def test_a_continuation_names_the_event_its_source_stopped_at(tmp_path: Path) ->
     assert continuation["continues"] == {"runId": source["runId"], "highWater": source_events}
     text = _run(["timeline", session], tmp_path, timeline).stdout
     assert f"(continues {source['runId']} after event {source_events})" in text
+
+
+def test_only_problems_says_so_under_a_run_without_any() -> None:
+    """``--only-problems`` keeps every run so the lineage reads; a run without a problem was a
+    bare header with nothing under it, as if its rows had been lost."""
+    folder = DATA / "x02-example-ledger-plan"
+    done = _run(["ledger", "timeline", "ledger.jsonl", "--only-problems"], folder)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    headers = [index for index, line in enumerate(lines) if line.lstrip().startswith("run ")]
+    assert headers, done.stdout
+    for index in headers:
+        under = lines[index + 1] if index + 1 < len(lines) else ""
+        assert under.strip() and not under.lstrip().startswith("run "), done.stdout
