@@ -413,7 +413,7 @@ def _settle(host: Any, session_id: str, text: str) -> None:
     from app.commands.settle_cmd import folder_lines
 
     for line in folder_lines(settled, session_id):
-        print(line.strip())
+        print(line.removeprefix("  "))  # (the files listed stay indented under it)
 
 
 def _say_if_interrupted(service: Any, session_id: str, host: Any) -> None:

@@ -168,6 +168,8 @@ def test_the_tui_says_it_before_the_answer_and_one_settle_resumes(tmp_path: Path
     answered = out.index("recorded: you confirmed that bash b1 ran")
     assert told < answered
     assert "The folder as it is now is the new starting point" in out[answered:]
+    # The files listed stay indented under that line, as maka settle prints them.
+    assert "\n  count.txt\n" in out[answered:], out[answered:]
     assert "Done." in out[answered:]  # the second /resume continued
     assert len(_baselines(drill.data)) == 1
     assert (drill.work / "count.txt").read_text() == "once\n"
