@@ -211,6 +211,7 @@ def _chat(  # noqa: C901
 
     service = host.service
     while not hangup.hung:
+        waiting = lines.typed_ahead()  # (typed during the turn: echoed above it, not here)
         print("you> ", end="", flush=True)
         try:
             read = lines.read_line()
@@ -219,6 +220,10 @@ def _chat(  # noqa: C901
         if read is None:
             print()
             return EXIT_OK
+        if waiting:
+            from app.visible_text import visible
+
+            print(visible(read.rstrip("\n")), flush=True)
         line = read.rstrip("\n")
         text = line.strip()
         if not text:

@@ -239,6 +239,11 @@ class InputLines:
                 lines = cls._by_stream[id(stream)] = cls(stream)
             return lines
 
+    def typed_ahead(self) -> bool:
+        """Whether a line typed earlier (at a terminal, during a turn) waits to be read: shown
+        again after the prompt that takes it, so what follows starts its own line."""
+        return not self._queue.empty() and _is_terminal(self._stream)
+
     def discard_typed_ahead(self) -> list[str]:
         """Forget the lines typed before now, when the stream is a terminal: a question shown
         now is answered only by what is typed after it. A "y" typed while a command ran (for a

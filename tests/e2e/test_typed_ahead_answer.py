@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +137,35 @@ def test_through_a_host_the_answer_is_typed_on_the_questions_line_and_not_ahead(
         terminal.close()
         host.stop()
     assert not (work / "ta.txt").exists()
+
+
+def test_a_message_typed_during_a_turn_is_shown_at_the_prompt_that_takes_it(
+    tmp_path: Path,
+) -> None:
+    """``maka tui``: a message typed while a turn ran is sent once the turn ends, at the next
+    ``you>``; it was not shown there, so its turn's output ran on along the prompt's line
+    (``you> [offline demo] calling list_dir.``)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    nap = {"id": "c1", "name": "bash", "args": {"command": "sleep 2"}}
+    turns: list[list[dict[str, Any]]] = [
+        [{"toolCalls": [nap]}, {"text": "slept"}],
+        [{"text": "second answer"}],
+    ]
+    env = dict(os.environ)
+    env.pop("MAKA_FAILPOINT", None)
+    env.update(scripted_env(write_script(tmp_path / "script.json", turns)))
+    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
+    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "auto"]
+    terminal = _Terminal(command, env)
+    try:
+        terminal.wait_for("you> ")
+        terminal.type("nap\n")
+        terminal.wait_for("[tool] bash sleep 2")
+        terminal.type("and then\n")  # typed while the command runs
+        terminal.wait_for("second answer")
+        after = terminal.seen.split(b"slept", 1)[1]
+        assert b"you> and then\r\n" in after, after
+        assert b"you> second answer" not in after, after
+    finally:
+        terminal.close()
