@@ -707,13 +707,12 @@ def _continue_lines(
 def _continue_elsewhere_words(lease: LeaseHolder) -> list[str]:
     """A plan that would continue, while another process holds the session's lease: a resume
     here is refused (``session_busy``) until that lease is given up or runs out."""
-    from runtime.continuation.resume_gates import gone_holder_words
+    from runtime.continuation.resume_gates import gone_holder_words, lease_wait_words
 
     if lease.gone:
         return [
             f"  But {gone_holder_words(lease.holder)} still holds this session's lease: maka "
-            "resume is refused until it runs out (half a minute with the default lease "
-            "settings)."
+            f"resume is refused until it runs out ({lease_wait_words()})."
         ]
     return [
         f"  But host {lease.holder} holds this session's lease now: maka resume with this data "
@@ -742,10 +741,12 @@ def _next_step(
     (``confirmed_writes``: the lines above advise confirming that many writes recovery found
     not done, so a new message is the other way, not the first step; ``gone``: the process
     holding the session's lease is gone)."""
+    from runtime.continuation.resume_gates import lease_wait_words
+
     if gone or _holder_gone(plan):
         return [
-            "What next: wait for the gone process's lease to run out (half a minute with the "
-            f"default lease settings), then ask again: {maka_command(f'plan {plan.session_id}')}."
+            "What next: wait for the gone process's lease to run out "
+            f"({lease_wait_words()}), then ask again: {maka_command(f'plan {plan.session_id}')}."
         ]
     if _turn_running(plan, operations):
         return [

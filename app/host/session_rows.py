@@ -230,11 +230,11 @@ def host_flag(row: dict[str, Any]) -> str:
 def held_by_gone_words(run_id: str, holder: str) -> str:
     """Of a run still marked running whose session's lease ``holder`` is gone (``maka
     timeline``)."""
-    from runtime.continuation.resume_gates import gone_holder_words
+    from runtime.continuation.resume_gates import gone_holder_words, lease_wait_words
 
     return (
         f"run {run_id} is still marked running, but its session's lease is held by "
-        f"{gone_holder_words(holder)}: nothing runs it. Once the lease runs out (half a minute "
-        "with the default lease settings), a running host or the next command takes the "
+        f"{gone_holder_words(holder)}: nothing runs it. Once the lease runs out "
+        f"({lease_wait_words()}), a running host or the next command takes the "
         "session over and repairs it."
     )

@@ -13,6 +13,7 @@ never observed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
@@ -173,8 +174,8 @@ def gone_holder_park(session_id: str, run_id: str, holder: str) -> ContinuationP
         run_id,
         ParkReason.SESSION_BUSY,
         f"{gone_holder_words(holder)}, still holds the session's lease: nothing runs the turn, "
-        "but nobody may take the session over until the lease runs out (half a minute with the "
-        "default lease settings); then a running host, or the next command, takes it over and "
+        f"but nobody may take the session over until the lease runs out ({lease_wait_words()}); "
+        "then a running host, or the next command, takes it over and "
         "repairs the run",
         detail={"holder": holder, "holderGone": True},
     )
@@ -184,6 +185,16 @@ def gone_holder_words(holder: str) -> str:
     """A lease holder that ``holder_gone_here``, named as every reader names it (``maka plan``,
     ``maka run``, ``maka sessions``, ``maka timeline``)."""
     return f"{holder}, a Maka process of this computer that is gone (killed or crashed)"
+
+
+def lease_wait_words() -> str:
+    """How long a lease lasts, as this computer's settings say (``MAKA_SESSION_LEASE_TTL_MS``
+    when set: short leases said "half a minute" of a lease that ran out in three seconds)."""
+    raw = os.environ.get("MAKA_SESSION_LEASE_TTL_MS", "").strip()
+    ms = int(raw) if raw.isdigit() else 0
+    if ms <= 0:
+        return "half a minute with the default lease settings"
+    return f"at most {ms / 1000:g} s with this computer's lease settings"
 
 
 def other_lease_holder(store: object, session_id: str) -> str | None:
@@ -210,7 +221,7 @@ def held_elsewhere_words(session_id: str, holder: str) -> str:
         return (
             f"session {session_id} is held by {gone_holder_words(holder)}: its lease has not "
             "run out yet; run the command again "
-            "once it has (half a minute with the default lease settings), and this command "
+            f"once it has ({lease_wait_words()}), and this command "
             "takes the session over and repairs what it left"
         )
     return (
