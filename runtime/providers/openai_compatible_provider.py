@@ -393,13 +393,28 @@ def _http_error(
     elif response.status in (429, 503):
         wait = retry_after_seconds(response.getheader("Retry-After"))
         if wait is not None:
-            unit = "second" if wait == 1 else "seconds"
-            hint = f" (the server asks to retry after {wait} {unit})"
+            hint = f" (the server asks to retry after {_wait_words(wait)})"
     return ProviderError(
         ProviderErrorCode.HTTP_ERROR,
         f"the model server at {endpoint} answered HTTP {response.status} {response.reason}{hint}"
         + (f": {message}" if message else ""),
     )
+
+
+def _wait_words(seconds: int) -> str:
+    """``Retry-After`` in words a person reads: seconds, minutes or hours; past a day, the
+    moment it names ("2299587978 seconds" said nothing)."""
+    if seconds < 3600:
+        return f"{seconds} second{'' if seconds == 1 else 's'}"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} hours"
+    import datetime
+
+    try:
+        when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=seconds)
+    except OverflowError:
+        return "a date past the year 9999"
+    return f"{when:%Y-%m-%d %H:%M} UTC"
 
 
 def retry_after_seconds(value: str | None, now: Callable[[], float] = time.time) -> int | None:

@@ -92,6 +92,25 @@ def test_a_503_with_a_retry_after_date_says_the_wait_in_seconds() -> None:
     assert asked == 1
 
 
+@pytest.mark.parametrize(
+    ("after", "said"),
+    [
+        (timedelta(hours=5), "retry after 5.0 hours"),
+        (timedelta(days=30000), "retry after 2"),  # a date: "2108-...-... UTC"
+    ],
+)
+def test_a_long_retry_after_is_said_in_hours_or_as_the_date_it_names(
+    after: timedelta, said: str
+) -> None:
+    """``Retry-After: Wed, 21 Oct 2099 ...`` was said as "retry after 2299587978 seconds"."""
+    when = format_datetime(datetime.now(UTC) + after + timedelta(seconds=30), usegmt=True)
+    error, _, _, _ = _failure(_status(503, Retry_After=when))
+    assert said in error.message, error.message
+    assert "seconds" not in error.message, error.message
+    if after.days > 1:
+        assert " UTC)" in error.message, error.message
+
+
 def test_a_429_without_retry_after_says_no_wait() -> None:
     error, _, _, _ = _failure(_status(429))
     assert "retry after" not in error.message
