@@ -381,10 +381,7 @@ def typed_ahead_note(dropped: list[str]) -> str:
     """What is said of lines typed before a permission question, set aside unanswered."""
     shown = ", ".join(repr(visible(line)[:40]) for line in dropped[:3])
     more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
-    return (
-        f"(typed before this question, so not taken as its answer: {shown}{more}; answer "
-        "below)"
-    )
+    return f"(typed before this question, so not taken as its answer: {shown}{more}; answer below)"
 
 
 def _is_terminal(stream: TextIO) -> bool:
