@@ -296,6 +296,9 @@ class _HostTurn:
         """``on_closed``: told where a question of this turn was answered when another client
         answered it (the TUI then takes a late ``y`` typed here for no message). ``data_dir``:
         as given (``--data-dir``), read when the host stops, for how the turn ended."""
+        from app.commands.terminal_transcript import InputLines
+
+        InputLines.of(sys.stdin).listen()  # (at a terminal: what is typed ahead is seen)
         self._data_dir = data_dir
         self._host = host
         self._on_closed = on_closed
@@ -467,13 +470,12 @@ class _HostTurn:
             # Only what is typed after the question answers it (a "y" typed while a command
             # ran approved it before it could be read): set aside now, as it is shown.
             from app.commands.terminal_transcript import InputLines
-            from app.host.terminal_transcript import typed_ahead_note
 
-            dropped = InputLines.of(sys.stdin).discard_typed_ahead()
-            if dropped:
+            note = InputLines.of(sys.stdin).set_aside_typed_ahead().note()
+            if note:
                 question = text.rfind("[permission]")
                 head, tail = (text[:question], text[question:]) if question >= 0 else ("", text)
-                text = f"{head}{typed_ahead_note(dropped)}\n{tail}"
+                text = f"{head}{note}\n{tail}"
         stream.write(text)
         stream.flush()
 
@@ -493,6 +495,7 @@ class _HostTurn:
 
         def answer() -> None:
             line = lines.read_line(cancel)
+            lines.keep_set_aside()  # (chat lines typed before the question come first again)
             if line is not None:
                 with self._lock:
                     self._mid_question = False  # (the user's Enter ended the line)

@@ -14,13 +14,13 @@ command's question says that commands can change files anywhere the user can.
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import shutil
 import sys
 import textwrap
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, TextIO
 
 from app.code_text import describe
@@ -228,6 +228,7 @@ class InputLines:
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self._queue: queue.Queue[str | None] = queue.Queue()
+        self._held: list[str] = []  # chat lines set aside for a question (``keep_set_aside``)
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
@@ -244,21 +245,24 @@ class InputLines:
         again after the prompt that takes it, so what follows starts its own line."""
         return not self._queue.empty() and _is_terminal(self._stream)
 
-    def discard_typed_ahead(self) -> list[str]:
-        """Forget the lines typed before now, when the stream is a terminal: a question shown
-        now is answered only by what is typed after it. A "y" typed while a command ran (for a
-        question already answered, or by habit) approved the next question before it could be
-        read. From a pipe, lines given ahead are answers meant for the questions, kept; the end
-        of input stays the end."""
-        if not _is_terminal(self._stream):
-            return []
-        # What the terminal holds not yet read (typed before anything read it) goes too.
-        with contextlib.suppress(ImportError, OSError, ValueError, AttributeError):
-            import termios
+    def listen(self) -> None:
+        """Start reading now (a terminal's lines typed from here on are seen as typed, so one
+        typed before a question is known to be, and said so)."""
+        if _is_terminal(self._stream):
+            self._start()
 
-            termios.tcflush(self._stream.fileno(), termios.TCIFLUSH)
+    def set_aside_typed_ahead(self) -> SetAside:
+        """Take the lines typed before now out of the way of a question shown now, when the
+        stream is a terminal: it is answered only by what is typed after it. A "y" typed while
+        a command ran (for a question already answered, or by habit) approved the next
+        question before it could be read. What looks like an answer (y, n, an empty line...)
+        is dropped; a message typed for the chat is kept, and ``keep_set_aside`` puts it back
+        first once the question is answered. From a pipe, lines given ahead are the answers,
+        in order: nothing is set aside."""
+        if not _is_terminal(self._stream):
+            return SetAside()
         ended = False
-        dropped: list[str] = []
+        lines: list[str] = []
         while True:
             try:
                 line = self._queue.get_nowait()
@@ -266,11 +270,33 @@ class InputLines:
                 break
             if line is None:
                 ended = True
-            elif line.strip():
-                dropped.append(line.strip())
+            else:
+                lines.append(line)
+        answers = ("", "y", "yes", "n", "no", "allow", "deny")
+        set_aside = SetAside(
+            dropped=tuple(line.strip() for line in lines if line.strip().lower() in answers),
+            kept=tuple(line for line in lines if line.strip().lower() not in answers),
+        )
+        with self._start_lock:
+            self._held.extend(set_aside.kept)
         if ended:
             self._queue.put(None)
-        return dropped
+        return set_aside
+
+    def keep_set_aside(self) -> None:
+        """The question was answered: the chat lines set aside for it come first again."""
+        with self._start_lock:
+            held, self._held = self._held, []
+        if not held:
+            return
+        later: list[str | None] = []
+        while True:
+            try:
+                later.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        for line in (*held, *later):
+            self._queue.put(line)
 
     def read_line(self, cancel: CancelToken | None = None, poll_s: float = 0.2) -> str | None:
         """The next line (with its newline), or None at the end of input or once ``cancel``
@@ -352,6 +378,7 @@ class StdinPermissionAsker:
         self._transcript = transcript
         self._stream = stream or sys.stdin
         self._lines = InputLines.of(self._stream)
+        self._lines.listen()  # (what is typed before the first question is seen as such)
 
     def __call__(self, question: PermissionQuestion, cancel: CancelToken) -> Decision | None:
         width = shutil.get_terminal_size((100, 24)).columns
@@ -360,15 +387,17 @@ class StdinPermissionAsker:
         # ends the line); from a pipe nothing is echoed, so the question is a line of its own.
         typed = _is_terminal(self._stream)
         if typed:
-            dropped = self._lines.discard_typed_ahead()
-            if dropped:
-                self._transcript.print_line(typed_ahead_note(dropped))
+            note = self._lines.set_aside_typed_ahead().note()
+            if note:
+                self._transcript.print_line(note)
             self._transcript.prompt(text)
         else:
             self._transcript._line(text)
         line = self._read_line(cancel)
-        if typed and line is not None:
-            self._transcript.answered()
+        if typed:
+            self._lines.keep_set_aside()
+            if line is not None:
+                self._transcript.answered()
         if line is None:
             return None if cancel.is_cancelled() else "deny"
         return "allow" if line.strip().lower() in ("y", "yes", "allow") else "deny"
@@ -377,11 +406,28 @@ class StdinPermissionAsker:
         return self._lines.read_line(cancel)
 
 
-def typed_ahead_note(dropped: list[str]) -> str:
-    """What is said of lines typed before a permission question, set aside unanswered."""
-    shown = ", ".join(repr(visible(line)[:40]) for line in dropped[:3])
-    more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
-    return f"(typed before this question, so not taken as its answer: {shown}{more}; answer below)"
+@dataclass(frozen=True)
+class SetAside:
+    """Lines typed before a question: ``dropped`` (answers, typed too early), ``kept`` (chat
+    messages, read again once the question is answered)."""
+
+    dropped: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+
+    def note(self) -> str:
+        """What is said of them, before the question ("" when nothing was typed ahead)."""
+        said = []
+        if self.dropped:
+            said.append(f"not taken as its answer: {_shown_lines(self.dropped)}")
+        if self.kept:
+            kept = tuple(line.strip() for line in self.kept)
+            said.append(f"kept for after it: {_shown_lines(kept)}")
+        return f"(typed before this question, {'; '.join(said)})" if said else ""
+
+
+def _shown_lines(lines: tuple[str, ...]) -> str:
+    shown = ", ".join(repr(visible(line)[:40]) for line in lines[:3])
+    return shown + (f" and {len(lines) - 3} more" if len(lines) > 3 else "")
 
 
 def _is_terminal(stream: TextIO) -> bool:

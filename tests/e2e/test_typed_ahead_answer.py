@@ -25,7 +25,7 @@ pytestmark = [
     pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal"),
 ]
 
-STEPS = [
+STEPS: list[dict[str, Any]] = [
     {
         "text": "step one",
         "toolCalls": [{"id": "c1", "name": "bash", "args": {"command": "sleep 3"}}],
@@ -167,5 +167,62 @@ def test_a_message_typed_during_a_turn_is_shown_at_the_prompt_that_takes_it(
         after = terminal.seen.split(b"slept", 1)[1]
         assert b"you> and then\r\n" in after, after
         assert b"you> second answer" not in after, after
+    finally:
+        terminal.close()
+
+
+def test_a_message_typed_before_a_question_is_kept_for_after_it(tmp_path: Path) -> None:
+    """``maka tui``: a chat message typed while a command ran, with a question later in that
+    turn, was taken out of the way of the question and lost; it is kept, and sent once the
+    turn ends."""
+    work = tmp_path / "work"
+    work.mkdir()
+    turns: list[list[dict[str, Any]]] = [STEPS, [{"text": "second answer"}]]
+    env = dict(os.environ)
+    env.pop("MAKA_FAILPOINT", None)
+    env.update(scripted_env(write_script(tmp_path / "script.json", turns)))
+    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
+    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "ask"]
+    terminal = _Terminal(command, env)
+    try:
+        terminal.wait_for("you> ")
+        terminal.type("go\n")
+        terminal.wait_for("Allow? [y/N]")
+        terminal.type("y\n")
+        terminal.wait_for("[permission] allow")
+        terminal.type("my next message\n")  # typed while the command runs
+        terminal.wait_for("write_file wants to")
+        terminal.wait_for("kept for after it: 'my next message'")
+        terminal.type("n\n")
+        terminal.wait_for("second answer")  # the kept message was sent after the turn
+    finally:
+        terminal.close()
+
+
+def test_an_answer_typed_before_the_first_question_is_said_to_be_set_aside(
+    tmp_path: Path,
+) -> None:
+    """``maka run``: a "y" typed while the model thought, before its first question, was
+    thrown away with nothing said (the terminal's input was flushed)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    slow: list[dict[str, Any]] = [{"delayMs": 2500, **STEPS[1]}, {"text": "done"}]
+    env = dict(os.environ)
+    env.pop("MAKA_FAILPOINT", None)
+    env.update(scripted_env(write_script(tmp_path / "script.json", [slow])))
+    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
+    command = [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "ask", "go"]
+    terminal = _Terminal(command, env)
+    try:
+        terminal.wait_for("permission mode ask")
+        time.sleep(0.8)
+        terminal.type("y\n")  # before the question
+        terminal.wait_for("not taken as its answer: 'y'")
+        terminal.wait_for("Allow? [y/N]")
+        for _ in range(5):
+            terminal.read(0.2)
+        assert not (work / "ta.txt").exists()
+        terminal.type("n\n")
+        terminal.wait_for("done")
     finally:
         terminal.close()
