@@ -213,7 +213,8 @@ def _unreadable_run(run_id: str, error: LedgerError) -> TranscriptEntry:
         f"{run_id}_unreadable",
         run_id,
         text=f"This run's saved history cannot be read, so it is not shown ({error.message}). "
-        "The session's other runs are; Safe resume does not continue from it.",
+        "The session's other runs are. Safe resume does not continue from it; a new message "
+        "carries the session on without it.",
         level="error",
         code="runtime_ledger_unreadable",
     )
@@ -524,9 +525,10 @@ class DesktopServices:
     ) -> SessionSummary:
         """A latest run still marked running after startup recovery, from an earlier start (an
         older owner epoch), is one recovery could not repair (its record does not decode: it is
-        quarantined). Nothing runs it: shown interrupted, not "Running" with a Stop button that
-        stops nothing (the banner's Safe resume then says why it cannot continue it). Only for
-        the data folder's own ledger: on a shared one another host may run it."""
+        quarantined). Nothing runs it: shown failed, not "Running" with a Stop button that stops
+        nothing, and with no banner offering a Safe resume that can only park (the transcript's
+        notice says why). Only for the data folder's own ledger: on a shared one another host
+        may run it."""
         if held is not None or summary.last_run_status not in (
             RunStatusValue.CREATED,
             RunStatusValue.RUNNING,
@@ -542,7 +544,7 @@ class DesktopServices:
         return summary.model_copy(
             update={
                 "last_run_status": RunStatusValue.FAILED,
-                "interrupted": True,
+                "interrupted": False,  # (no banner offering a Safe resume that cannot be)
                 "failure_class": ParkReason.RUNTIME_LEDGER_UNREADABLE.value,
             }
         )

@@ -117,7 +117,7 @@ def test_the_desktop_shows_the_readable_runs_and_says_which_run_cannot_be_read(
         services.close()
     # Nothing runs the quarantined run: the row said "Running", with a Stop that stopped nothing.
     for summary in (row, one):
-        assert summary.interrupted and summary.last_run_status == "failed", summary
+        assert not summary.interrupted and summary.last_run_status == "failed", summary
         assert summary.failure_class == "runtime_ledger_unreadable", summary
     texts = [getattr(item, "text", "") for item in items]
     assert "hello" in texts and "first" in texts, texts  # the first run, whole
