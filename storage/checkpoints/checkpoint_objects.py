@@ -136,7 +136,10 @@ def header_matches(path: bytes, data: bytes) -> bool:
 def moved_aside(git_dir: Path, object_id: str) -> Path | None:
     """Where the damaged loose object ``object_id`` was moved aside (``set_aside``), if it
     was."""
-    path = git_dir / DAMAGED_DIR / object_id
+    aside = git_dir / DAMAGED_DIR
+    if aside.is_symlink():  # a look's stand-in names the private repository's own folder
+        aside = Path(os.readlink(aside))
+    path = aside / object_id
     return path if os.path.lexists(path) else None
 
 

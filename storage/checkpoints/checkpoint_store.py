@@ -1965,6 +1965,9 @@ class _Overlay:
                     (info / "alternates").write_text(
                         os.path.realpath(real / "objects") + "\n", encoding="utf-8"
                     )
+                    if (real / DAMAGED_DIR).is_dir():
+                        # (what a check moved aside is told as such: damaged, not lost)
+                        os.symlink(os.path.realpath(real / DAMAGED_DIR), made / DAMAGED_DIR)
                 self._made[real] = made
             return made
 
