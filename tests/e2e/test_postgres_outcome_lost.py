@@ -33,7 +33,9 @@ def _dispatched(url: str) -> bool:
         row = conn.execute(
             "SELECT count(*) FROM tool_operations WHERE current_state = 'prepared'"
         ).fetchone()
-    return row is not None and row[0] == 1
+        # (and its command started: its process is recorded before it runs)
+        spawned = conn.execute("SELECT count(*) FROM tool_processes").fetchone()
+    return row is not None and row[0] == 1 and spawned is not None and spawned[0] >= 1
 
 
 def test_a_call_whose_outcome_the_stopped_server_refused_is_named(
@@ -74,6 +76,7 @@ def test_a_call_whose_outcome_the_stopped_server_refused_is_named(
         if process.poll() is None:
             process.kill()
             process.communicate()
+    assert (work / "ran.txt").exists(), (out, err)
     assert (work / "ran.txt").read_text() == "ran\n"  # the command ran
     said = " ".join(err.split())
     assert process.returncode == 1, (out, err)
