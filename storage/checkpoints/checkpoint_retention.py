@@ -42,6 +42,8 @@ from typing import Protocol
 
 from runtime.ledger.branch_facts import BranchListing
 from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import snapshot_fact
 from storage.checkpoints.checkpoint_store import START_REF, TIP_REF, GitCheckpointStore
@@ -187,12 +189,18 @@ def _kept(
         for run in runs:
             if run.status not in TERMINAL_RUN_STATUSES:
                 open_runs.add((session.session_id, run.run_id))
+            try:
+                rows = reader.read_run_events(run.run_id)
+            except LedgerError as error:
+                if str(error.code) != StoreCode.STORE_CORRUPT:
+                    raise
+                # A run whose record no longer decodes (quarantined): which snapshots it names
+                # cannot be read, so none of its refs is touched; the other runs are trimmed.
+                open_runs.add((session.session_id, run.run_id))
+                continue
             facts = [
                 fact
-                for fact in (
-                    snapshot_fact(row.event.get("actions"))
-                    for row in reader.read_run_events(run.run_id)
-                )
+                for fact in (snapshot_fact(row.event.get("actions")) for row in rows)
                 if fact is not None
             ]
             for fact in facts if run.run_id in latest else facts[-1:]:  # else its boundary one

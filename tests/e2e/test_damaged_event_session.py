@@ -19,7 +19,9 @@ pytestmark = pytest.mark.e2e
 FLAG = {"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
 
 
-def _interrupted(tmp_path: Path) -> tuple[Path, dict[str, str], str, str]:
+def _interrupted(
+    tmp_path: Path, *, checkpoints: bool = False
+) -> tuple[Path, dict[str, str], str, str]:
     """A session whose second run was killed at P6; its data folder, env, session, run."""
     work = tmp_path / "work"
     work.mkdir()
@@ -34,7 +36,7 @@ def _interrupted(tmp_path: Path) -> tuple[Path, dict[str, str], str, str]:
             [{"toolCalls": [calls[0]]}, {"toolCalls": [calls[1]]}, {"text": "done"}],
         ],
     )
-    env = {**scripted_env(script), **FLAG}
+    env = {**scripted_env(script, checkpoints=checkpoints), **FLAG}
     data = tmp_path / "data"
     first = maka(["run", "--cwd", str(work), "hello"], data, env=env)
     assert first.returncode == 0, first.stderr
@@ -179,3 +181,27 @@ def test_a_new_message_carries_the_session_on_without_the_unreadable_run(tmp_pat
     sent = json.dumps(request)
     assert "the saved record of an earlier turn of this conversation can no longer be read" in sent
     assert "write two" not in sent, sent  # the damaged run's own message is left out
+
+
+def test_retention_trims_around_a_run_whose_record_no_longer_decodes(tmp_path: Path) -> None:
+    """Snapshot retention read every run's events: one undecodable event made every pass fail
+    ("workspace checkpoint retention failed: store_corrupt"), so no session's snapshots were
+    ever trimmed again. The damaged run's snapshots are kept untouched; the rest is trimmed."""
+    from storage.checkpoints.checkpoint_retention import run_retention
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+    from storage.ledger.ledger_store import open_store
+
+    data, _env, _session, run = _interrupted(tmp_path, checkpoints=True)
+    _damage(data, run, as_text=False)
+    carrier = GitCheckpointStore(data)
+    [repository] = list(carrier.root.glob("*.git"))
+    before = carrier.refs_in(repository)
+    assert any(f"/{run}/" in ref for ref in before), before
+    store = open_store(data, read_only=True)
+    try:
+        result = run_retention(store, carrier)
+    finally:
+        store.close()
+    assert result.errors == [], result.errors
+    after = carrier.refs_in(repository)
+    assert {ref for ref in before if f"/{run}/" in ref} <= set(after), (before, after)
