@@ -1927,6 +1927,26 @@ class _FolderKinds:
         return found
 
 
+_LOOK_PREFIX = "maka-look-"
+
+
+def _sweep_looks_left_behind() -> None:
+    """Remove the stand-ins of looks whose process is gone (a ``maka plan`` ended by SIGTERM
+    or a closed terminal runs no clean-up): each is named with its process id."""
+    import tempfile
+
+    for place in Path(tempfile.gettempdir()).glob(f"{_LOOK_PREFIX}*-*"):
+        pid = place.name[len(_LOOK_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(place, ignore_errors=True)
+        except (PermissionError, OverflowError, OSError):
+            continue  # (alive, another user's, or not a process id at all)
+
+
 class _Overlay:
     """Where a store that only looks writes: a temporary folder outside the data folder (removed
     when the store is dropped, or at exit), holding for each private repository it reads a
@@ -1941,7 +1961,8 @@ class _Overlay:
         import weakref
 
         self.root = root
-        self.place = Path(tempfile.mkdtemp(prefix="maka-look-"))
+        _sweep_looks_left_behind()
+        self.place = Path(tempfile.mkdtemp(prefix=f"{_LOOK_PREFIX}{os.getpid()}-"))
         self._made: dict[Path, Path] = {}
         self._guard = threading.Lock()
         weakref.finalize(owner, shutil.rmtree, self.place, True)
