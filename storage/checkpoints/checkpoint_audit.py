@@ -19,6 +19,8 @@ from typing import Any, Protocol
 
 from runtime.ledger.branch_facts import BranchListing
 from runtime.ledger.checkpoint_ports import CheckpointError
+from runtime.ledger.codes import StoreCode
+from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import declared_mode, is_settled_baseline, snapshot_fact
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
@@ -80,6 +82,8 @@ class SessionCheckpoints:
     # Each run's header, by run id: the folder it worked in (its snapshots are of that folder)
     # and the workspace identity its snapshots are kept under.
     headers: dict[str, RunHeader] = field(default_factory=dict)
+    # The runs whose record no longer decodes: their snapshots are not listed.
+    unreadable: list[str] = field(default_factory=list)
 
 
 def session_checkpoints(
@@ -91,7 +95,15 @@ def session_checkpoints(
     runs = sorted(reader.list_session_runs(session_id), key=lambda r: (r.created_at, r.run_id))
     pending: list[tuple[str, str, str, int, Mapping[str, Any], str]] = []
     for header in runs:
-        events = [row.event for row in reader.read_run_events(header.run_id)]
+        try:
+            events = [row.event for row in reader.read_run_events(header.run_id)]
+        except LedgerError as error:
+            if str(error.code) != StoreCode.STORE_CORRUPT:
+                raise
+            # A run whose record no longer decodes (quarantined; ``maka doctor`` names the
+            # event): its snapshots cannot be listed, the session's other runs' can.
+            found.unreadable.append(header.run_id)
+            continue
         found.modes[header.run_id] = declared_mode(events)
         found.headers[header.run_id] = header
         for event in events:
@@ -176,8 +188,11 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
     audit = CheckpointAudit()
     named: dict[str, set[str]] = {}
     checked: list[CheckpointRow] = []
+    unreadable: set[str] = set()  # runs whose record no longer decodes: their refs are kept
     for session in reader.list_sessions():
-        for row in session_checkpoints(reader, carrier, session.session_id).rows:
+        listed_session = session_checkpoints(reader, carrier, session.session_id)
+        unreadable.update(listed_session.unreadable)
+        for row in listed_session.rows:
             if row.kind != "checkpoint":
                 continue
             checked.append(row)
@@ -209,8 +224,8 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
             audit.refs += len(refs)
             known = named.get(repository.name, set())
             for ref in sorted(refs):
-                if ref in known:
-                    continue
+                if ref in known or _ref_run(ref) in unreadable:
+                    continue  # (a quarantined run's: retention keeps it, no orphan)
                 kind = audit.orphans if ref_session(ref) in sessions else audit.foreign
                 kind.append(f"{repository.name} {ref}")
     trimmed = removed_by_retention(reader, carrier, checked)
@@ -226,6 +241,12 @@ def audit_checkpoints(reader: _Reader, carrier: GitCheckpointStore) -> Checkpoin
             latest[row.session_id] = max(latest.get(row.session_id, row.ts), row.ts)
     audit.superseded = [row for row in audit.missing if latest.get(row.session_id, -1) > row.ts]
     return audit
+
+
+def _ref_run(ref: str) -> str:
+    """The run a checkpoint ref names (``refs/maka/<session>/<run>/<n>``), or ""."""
+    parts = ref.split("/")
+    return parts[3] if len(parts) == 5 and parts[:2] == ["refs", "maka"] else ""
 
 
 def _unnamed(

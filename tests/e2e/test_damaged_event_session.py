@@ -205,3 +205,23 @@ def test_retention_trims_around_a_run_whose_record_no_longer_decodes(tmp_path: P
     assert result.errors == [], result.errors
     after = carrier.refs_in(repository)
     assert {ref for ref in before if f"/{run}/" in ref} <= set(after), (before, after)
+
+
+def test_doctor_and_checkpoints_read_around_a_run_whose_record_no_longer_decodes(
+    tmp_path: Path,
+) -> None:
+    """``maka doctor`` printed only ``store_corrupt`` for the whole data folder (no other check
+    ran), and ``maka checkpoints`` refused the session. Doctor now names the event
+    (``event_unreadable``) with every other check done, and does not call the damaged run's
+    snapshots orphans (retention keeps them); ``maka checkpoints`` lists the readable runs."""
+    data, env, session, run = _interrupted(tmp_path, checkpoints=True)
+    _damage(data, run, as_text=False)
+    doctor = maka(["doctor", "--json"], data, env=env)
+    assert doctor.returncode == 1, doctor.stdout
+    document = json.loads(doctor.stdout)
+    codes = [problem["code"] for problem in document["problems"]]
+    assert codes == ["event_unreadable"], document["problems"]
+    assert document["workspaceCheckpoints"]["orphans"] == [], document["workspaceCheckpoints"]
+    listed = maka(["checkpoints", session], data, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "present" in listed.stdout, listed.stdout
