@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 from app.cli_errors import EXIT_ERROR, EXIT_PARKED, EXIT_USAGE, CliError
 from app.commands.cancellable_turn import run_interruptible
 from app.host.host_client import HostClient, HostConnectionError, HostRefusal
-from app.host.terminal_transcript import calls_listed, calls_words
+from app.host.terminal_transcript import ALLOW_PROMPT, calls_listed, calls_words, is_a_tty
 from runtime.base.cancel_token import CancelToken
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.command_words import maka_command
@@ -462,7 +462,7 @@ class _HostTurn:
             if self._mid_question:
                 stream.write("\n")  # (answered elsewhere: no Enter ended the line)
                 self._mid_question = False
-            asks = text.endswith(f"{ALLOW_PROMPT}\n") and _typed_at_a_terminal()
+            asks = text.endswith(f"{ALLOW_PROMPT}\n") and is_a_tty(sys.stdin)
             if asks:
                 text = text[:-1]
                 self._mid_question = True
@@ -526,13 +526,3 @@ class _HostTurn:
         if question is not None:
             question.cancel()
         return question is not None
-
-
-ALLOW_PROMPT = "Allow? [y/N] "
-
-
-def _typed_at_a_terminal() -> bool:
-    try:
-        return sys.stdin is not None and sys.stdin.isatty()
-    except (AttributeError, ValueError, OSError):
-        return False

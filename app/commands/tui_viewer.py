@@ -23,7 +23,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from app.host.terminal_transcript import permission_question_text
+from app.host.terminal_transcript import ALLOW_PROMPT, permission_question_text
 from app.host.tui_reads import CONTINUED_MARKER
 from app.visible_text import visible
 from runtime.ledger.command_words import maka_command
@@ -299,7 +299,7 @@ class TuiViewer:
         width = min(max(shutil.get_terminal_size((100, 24)).columns, 20), 10_000)
         text = permission_question_text(_Question(push), width)  # type: ignore[arg-type]
         self._say(
-            text.removesuffix("Allow? [y/N] ").rstrip("\n")
+            text.removesuffix(ALLOW_PROMPT).rstrip("\n")
             + "\n(a question of the turn you are viewing: the first answer counts)",
             prompt=True,
         )
@@ -329,7 +329,7 @@ class TuiViewer:
     # ---- output (lock held) ------------------------------------------------------------------
 
     def _show_prompt(self) -> None:
-        self._out.write("Allow? [y/N] " if self._open is not None else "you> ")
+        self._out.write(ALLOW_PROMPT if self._open is not None else "you> ")
         self._out.flush()
         self._prompt_shown = True
 

@@ -430,6 +430,15 @@ def _shown_lines(lines: tuple[str, ...]) -> str:
     return shown + (f" and {len(lines) - 3} more" if len(lines) > 3 else "")
 
 
+ALLOW_PROMPT = "Allow? [y/N] "
+"""The last line of a permission question; the answer is typed after it at a terminal."""
+
+
+def is_a_tty(stream: TextIO | None) -> bool:
+    """Whether ``stream`` is a terminal (typed input, echoed by the terminal itself)."""
+    return stream is not None and _is_terminal(stream)
+
+
 def _is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -456,7 +465,7 @@ def permission_question_text(question: PermissionQuestion, width: int) -> str:
         lines.extend(wrapped or ["    "])
     if question.tool_name == "bash":
         lines.append(f"  {AUTO_MODE_WARNING}")
-    lines.append("Allow? [y/N] ")
+    lines.append(ALLOW_PROMPT)
     return "\n".join(lines)
 
 
