@@ -197,10 +197,9 @@ def _chat(  # noqa: C901
     hangup: Any,
 ) -> int:
     from app.commands.tui_host import (
-        NO_ARGUMENT,
         NO_SESSIONS,
         SETTLE_USAGE,
-        message_or_command,
+        next_chat_line,
         no_session_yet,
         timeline,
     )
@@ -210,28 +209,11 @@ def _chat(  # noqa: C901
     from runtime.ledger.ledger_errors import LedgerError
 
     service = host.service
-    while not hangup.hung:
-        waiting = lines.typed_ahead()  # (typed during the turn: echoed above it, not here)
-        print("you> ", end="", flush=True)
-        try:
-            read = lines.read_line()
-        except KeyboardInterrupt:
-            read = None
-        if read is None:
-            print()
+    while True:
+        chat_line = next_chat_line(lines, hangup, lambda: print("you> ", end="", flush=True))
+        if chat_line is None:
             return EXIT_OK
-        if waiting:
-            from app.visible_text import visible
-
-            print(visible(read.rstrip("\n")), flush=True)
-        line = read.rstrip("\n")
-        text = line.strip()
-        if not text:
-            continue
-        text, command = message_or_command(text)
-        if command in NO_ARGUMENT and text != command:
-            print(f"{command} takes no argument; /help lists the commands")
-            continue
+        line, text, command = chat_line
         if command in ("/quit", "/exit"):
             return EXIT_OK
         needs_session = command in (
@@ -309,8 +291,6 @@ def _chat(  # noqa: C901
                 policy=policy,
                 asker=asker,
             )
-
-    return EXIT_OK
 
 
 def _resume(

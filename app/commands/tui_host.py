@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple
 
 from app.cli_errors import EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError, say_error
 from app.host.host_client import HostClient
@@ -108,6 +108,56 @@ def message_or_command(text: str) -> tuple[str, str]:
     return text, text.split(maxsplit=1)[0] if text.startswith("/") else ""
 
 
+class ChatLine(NamedTuple):
+    """A line the chat takes: ``line`` as typed (without its newline), ``text`` the message or
+    the command with its arguments, ``command`` the command ("" for a message)."""
+
+    line: str
+    text: str
+    command: str
+
+
+def next_chat_line(
+    lines: Any,
+    hangup: Hangup,
+    show_prompt: Callable[[], None],
+    taken: Callable[[str | None], bool] | None = None,
+) -> ChatLine | None:
+    """The next line the chat acts on, read at its prompt (the one prompt loop of the TUI,
+    alone and through a running Maka); None at the end of input or on a hangup. ``taken``:
+    whether a line read was used up elsewhere (an answer to a question of a viewed turn).
+    Empty lines are skipped, and a command that takes no argument refuses one here.
+
+    A line typed during a turn waits for the prompt: it is shown after the prompt that takes
+    it, so the prompt is not left bare with the next turn's output running on along it."""
+    from app.visible_text import visible
+
+    while not hangup.hung:
+        waiting = lines.typed_ahead()
+        show_prompt()
+        try:
+            read = lines.read_line()
+        except KeyboardInterrupt:
+            read = None
+        if taken is not None and taken(read):
+            continue
+        if read is None:
+            print()
+            return None
+        line = read.rstrip("\n")
+        if waiting:
+            print(visible(line), flush=True)
+        stripped = line.strip()
+        if not stripped:
+            continue
+        text, command = message_or_command(stripped)
+        if command in NO_ARGUMENT and text != command:
+            print(f"{command} takes no argument; /help lists the commands")
+            continue
+        return ChatLine(line, text, command)
+    return None
+
+
 NO_SESSIONS = "  no sessions yet: a message you send here starts one"
 """``/sessions`` in a data folder without any (alone and beside a running Maka)."""
 
@@ -170,24 +220,12 @@ def _chat(  # noqa: C901
 ) -> int:
     from app.host.terminal_transcript import cut_by_terminal, cut_line_words
 
-    while not hangup.hung:
-        viewer.prompt()
-        try:
-            read = lines.read_line()
-        except KeyboardInterrupt:
-            read = None
-        if viewer.line_read(read):
-            continue  # the answer to a question of a turn another client drives
-        if read is None:
-            print()
+    while True:
+        # (a line that answers a question of a turn another client drives is the viewer's)
+        chat_line = next_chat_line(lines, hangup, viewer.prompt, viewer.line_read)
+        if chat_line is None:
             return EXIT_OK
-        text = read.rstrip("\n").strip()
-        if not text:
-            continue
-        text, command = message_or_command(text)
-        if command in NO_ARGUMENT and text != command:
-            print(f"{command} takes no argument; /help lists the commands")
-            continue
+        line, text, command = chat_line
         if command in ("/quit", "/exit"):
             return EXIT_OK
         if command == "/help":
@@ -218,7 +256,7 @@ def _chat(  # noqa: C901
             _settle(host, session_id, text)
         elif command:
             print(f"unknown command {command}; /help lists the commands")
-        elif cut_by_terminal(read):
+        elif cut_by_terminal(line):
             print(cut_line_words(session_id))
         else:
             viewer.driving(True)
@@ -235,7 +273,6 @@ def _chat(  # noqa: C901
             finally:
                 viewer.driving(False)
         viewer.watch(session_id)
-    return EXIT_OK
 
 
 def _plan(host: HostClient, session_id: str) -> None:

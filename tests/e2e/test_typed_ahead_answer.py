@@ -226,3 +226,41 @@ def test_an_answer_typed_before_the_first_question_is_said_to_be_set_aside(
         terminal.wait_for("done")
     finally:
         terminal.close()
+
+
+def test_through_a_host_a_message_typed_during_a_turn_is_shown_at_the_prompt_that_takes_it(
+    tmp_path: Path,
+) -> None:
+    """The same in a ``maka tui`` beside a running ``maka host``: the host-attached chat read
+    its prompt on its own and left the typed message out."""
+    from tests.helpers.maka_process import start_main
+
+    work = tmp_path / "work"
+    work.mkdir()
+    data = tmp_path / "data"
+    nap = {"id": "c1", "name": "bash", "args": {"command": "sleep 2"}}
+    turns: list[list[dict[str, Any]]] = [
+        [{"toolCalls": [nap]}, {"text": "slept"}],
+        [{"text": "second answer"}],
+    ]
+    script = scripted_env(write_script(tmp_path / "script.json", turns))
+    host = start_main(data, script, "host").wait_ready()
+    env = dict(os.environ)
+    env.pop("MAKA_FAILPOINT", None)
+    env.update(script)
+    env["MAKA_DATA_DIR"] = str(data)
+    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "auto"]
+    terminal = _Terminal(command, env)
+    try:
+        terminal.wait_for("served by the running Maka")
+        terminal.wait_for("you> ")
+        terminal.type("nap\n")
+        terminal.wait_for("[tool] bash sleep 2")
+        terminal.type("and then\n")  # typed while the command runs
+        terminal.wait_for("second answer")
+        after = terminal.seen.split(b"slept", 1)[1]
+        assert b"you> and then\r\n" in after, after
+        assert b"you> second answer" not in after, after
+    finally:
+        terminal.close()
+        host.stop()
