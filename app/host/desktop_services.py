@@ -123,11 +123,12 @@ from runtime.continuation.resume_candidate import continued_after
 from runtime.continuation.resume_service import ResumeRefused, ResumeService
 from runtime.continuation.workspace_decision import WorkspaceDecision
 from runtime.ledger.canonical_codec import operation_id
-from runtime.ledger.codes import FailureClass, HostCode, ParkReason, StoreCode, TransferCode
+from runtime.ledger.codes import FailureClass, HostCode, ParkReason, TransferCode
 from runtime.ledger.database_url import masked_database_url
 from runtime.ledger.event_model import RuntimeEvent
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.process_records import ToolProcessRecord
+from runtime.ledger.quarantined_runs import Quarantined, read_unless_quarantined
 from runtime.ledger.restore_point_words import call_subjects
 from runtime.ledger.store_ports import RunHeader, RunStatus, SessionRecord
 from runtime.ledger.timeline_pins import SessionTimeline
@@ -206,8 +207,9 @@ def _summary(
     )
 
 
-def _unreadable_run(run_id: str, error: LedgerError) -> TranscriptEntry:
+def _unreadable_run(run: Quarantined) -> TranscriptEntry:
     """The transcript's notice for a run whose saved history cannot be read."""
+    run_id, error = run.run_id, run.error
     return TranscriptEntry(
         "notice",
         f"{run_id}_unreadable",
@@ -716,15 +718,13 @@ class DesktopServices:
             automatic: set[str] = set()  # the continuations automatic resume started
             for header in _ordered(self._store.list_session_runs(session_id)):
                 by_id[header.run_id] = header
-                try:
-                    events = [row.event for row in self._store.read_run_events(header.run_id)]
-                except LedgerError as error:
-                    if str(error.code) != StoreCode.STORE_CORRUPT:
-                        raise
+                rows = read_unless_quarantined(self._store, header.run_id)
+                if isinstance(rows, Quarantined):
                     # One run whose record no longer decodes: said where it stands, and the
                     # session's other runs shown (the whole transcript read "No messages yet").
-                    runs.append((header.run_id, None, [_unreadable_run(header.run_id, error)]))
+                    runs.append((header.run_id, None, [_unreadable_run(rows)]))
                     continue
+                events = [row.event for row in rows]
                 source = header.continuation_source or {}
                 source_run = source.get("sourceRunId") or source.get("runId")
                 if source_run:

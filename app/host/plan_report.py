@@ -34,11 +34,10 @@ from runtime.ledger.codes import (
     ResolverReason,
     ResolverStatus,
     SettlementOrigin,
-    StoreCode,
 )
 from runtime.ledger.command_words import maka_command
 from runtime.ledger.file_names import shown_name
-from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.quarantined_runs import Quarantined, read_unless_quarantined
 from runtime.ledger.restore_point_words import copy_reflects
 from runtime.ledger.run_records import TERMINAL_RUN_STATUSES
 from runtime.ledger.store_ports import LedgerReader
@@ -183,15 +182,13 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
         if not runs:
             return ()
         run_id = runs[-1].run_id
-    try:
-        events = [row.event for row in store.read_run_events(run_id)]
-    except LedgerError as error:
-        if str(error.code) != StoreCode.STORE_CORRUPT:
-            raise
+    rows = read_unless_quarantined(store, run_id)
+    if isinstance(rows, Quarantined):
         # A run whose record no longer decodes: the plan says so (runtime_ledger_unreadable,
         # the run quarantined); it has no calls to list, and the session's other runs stay
         # readable (the plan's words are not lost to one damaged event).
         return ()
+    events = [row.event for row in rows]
     header = store.read_run_header(run_id)
     running = header is not None and header.status not in TERMINAL_RUN_STATUSES
     session = store.get_session(plan.session_id)

@@ -17,9 +17,9 @@ from typing import Protocol
 
 from runtime.continuation.continuation_planner import ContinuationPlan
 from runtime.continuation.resume_candidate import resume_candidate
-from runtime.ledger.codes import ParkReason, StoreCode
+from runtime.ledger.codes import ParkReason
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.quarantined_runs import Quarantined, read_unless_quarantined
 from runtime.ledger.store_ports import RunHeader, StoredEvent
 from runtime.ledger.timeline_events import ToolFact
 from runtime.ledger.timeline_lazy import LazyRows, TimelineIndex, run_ended
@@ -73,12 +73,10 @@ quarantined it, and the session's other runs are shown as they are."""
 
 
 def _readable_source(store: TimelineStore, header: RunHeader) -> RunSource:
-    try:
-        return run_source(header, store.read_run_events(header.run_id))
-    except LedgerError as error:
-        if str(error.code) != StoreCode.STORE_CORRUPT:
-            raise
+    rows = read_unless_quarantined(store, header.run_id)
+    if isinstance(rows, Quarantined):
         return replace(run_source(header), failure_class=UNREADABLE)
+    return run_source(header, rows)
 
 
 def read_session_timeline(

@@ -15,9 +15,9 @@ import json
 from collections.abc import Sequence
 
 from runtime.agent.context_overflow import unanswered_turn_events
-from runtime.ledger.codes import ResolverReason, ResolverStatus, StoreCode
+from runtime.ledger.codes import ResolverReason, ResolverStatus
 from runtime.ledger.event_model import RuntimeEvent
-from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.quarantined_runs import Quarantined, read_unless_quarantined
 from runtime.ledger.store_ports import LedgerReader, RunHeader, RunStatus
 from runtime.providers.history_projection import history_from_events, omitted_event_ids
 from runtime.providers.provider_port import HistoryItem, HostNotice
@@ -78,12 +78,10 @@ def _readable_events(reader: LedgerReader, header: RunHeader) -> list[RuntimeEve
     (``store_corrupt``: startup recovery quarantined it). The whole run is left out, so the
     history stays paired, and a note says so: one damaged run no longer keeps every later
     message of the session from running (docs/design/recovery.md: the rest goes on)."""
-    try:
-        return [row.event for row in reader.read_run_events(header.run_id)]
-    except LedgerError as error:
-        if str(error.code) != StoreCode.STORE_CORRUPT:
-            raise
+    rows = read_unless_quarantined(reader, header.run_id)
+    if isinstance(rows, Quarantined):
         return _UNREADABLE
+    return [row.event for row in rows]
 
 
 def committed_history(reader: LedgerReader, runs: Sequence[RunHeader]) -> tuple[HistoryItem, ...]:

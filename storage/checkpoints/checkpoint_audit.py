@@ -19,8 +19,7 @@ from typing import Any, Protocol
 
 from runtime.ledger.branch_facts import BranchListing
 from runtime.ledger.checkpoint_ports import CheckpointError
-from runtime.ledger.codes import StoreCode
-from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.quarantined_runs import Quarantined, read_unless_quarantined
 from runtime.ledger.store_ports import RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import declared_mode, is_settled_baseline, snapshot_fact
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
@@ -95,15 +94,13 @@ def session_checkpoints(
     runs = sorted(reader.list_session_runs(session_id), key=lambda r: (r.created_at, r.run_id))
     pending: list[tuple[str, str, str, int, Mapping[str, Any], str]] = []
     for header in runs:
-        try:
-            events = [row.event for row in reader.read_run_events(header.run_id)]
-        except LedgerError as error:
-            if str(error.code) != StoreCode.STORE_CORRUPT:
-                raise
+        rows = read_unless_quarantined(reader, header.run_id)
+        if isinstance(rows, Quarantined):
             # A run whose record no longer decodes (quarantined; ``maka doctor`` names the
             # event): its snapshots cannot be listed, the session's other runs' can.
             found.unreadable.append(header.run_id)
             continue
+        events = [row.event for row in rows]
         found.modes[header.run_id] = declared_mode(events)
         found.headers[header.run_id] = header
         for event in events:

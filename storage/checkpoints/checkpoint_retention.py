@@ -42,8 +42,7 @@ from typing import Protocol
 
 from runtime.ledger.branch_facts import BranchListing
 from runtime.ledger.checkpoint_ports import CheckpointError
-from runtime.ledger.codes import StoreCode
-from runtime.ledger.ledger_errors import LedgerError
+from runtime.ledger.quarantined_runs import Quarantined, read_unless_quarantined
 from runtime.ledger.store_ports import TERMINAL_RUN_STATUSES, RunHeader, SessionRecord, StoredEvent
 from runtime.ledger.workspace_facts import snapshot_fact
 from storage.checkpoints.checkpoint_store import START_REF, TIP_REF, GitCheckpointStore
@@ -189,11 +188,8 @@ def _kept(
         for run in runs:
             if run.status not in TERMINAL_RUN_STATUSES:
                 open_runs.add((session.session_id, run.run_id))
-            try:
-                rows = reader.read_run_events(run.run_id)
-            except LedgerError as error:
-                if str(error.code) != StoreCode.STORE_CORRUPT:
-                    raise
+            rows = read_unless_quarantined(reader, run.run_id)
+            if isinstance(rows, Quarantined):
                 # A run whose record no longer decodes (quarantined): which snapshots it names
                 # cannot be read, so none of its refs is touched; the other runs are trimmed.
                 open_runs.add((session.session_id, run.run_id))
