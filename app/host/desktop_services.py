@@ -98,7 +98,7 @@ from app.host.session_relocation import (
     relocate_session,
     remove_session,
 )
-from app.host.session_rows import wire_rows
+from app.host.session_rows import quarantined_sessions, wire_rows
 from app.host.settle_call import card_of, settle_call, settleable_in
 from app.host.settle_folder import (
     ShownFolderNotes,
@@ -219,6 +219,19 @@ def _unreadable_run(run: Quarantined) -> TranscriptEntry:
         "carries the session on without it.",
         level="error",
         code="runtime_ledger_unreadable",
+    )
+
+
+def _as_quarantined(summary: SessionSummary) -> SessionSummary:
+    """A quarantined session's row: nothing runs its latest run, so it is shown failed, not
+    "Running" with a Stop button that stops nothing, and with no banner offering a Safe resume
+    that can only park (the transcript's notice says why)."""
+    return summary.model_copy(
+        update={
+            "last_run_status": RunStatusValue.FAILED,
+            "interrupted": False,  # (no banner offering a Safe resume that cannot be)
+            "failure_class": ParkReason.RUNTIME_LEDGER_UNREADABLE.value,
+        }
     )
 
 
@@ -515,41 +528,35 @@ class DesktopServices:
             reverse=True,
         )
         held, others = self._held(), self._others()
+        summaries = [_summary(overview, held, others) for overview in ordered]
+        quarantined = self._quarantined(summaries, held)
         summaries = [
-            self._shown(self._unless_quarantined(_summary(overview, held, others), held))
-            for overview in ordered
+            self._shown(_as_quarantined(summary) if summary.session_id in quarantined else summary)
+            for summary in summaries
         ]
         self._listed = True
         return summaries
 
-    def _unless_quarantined(
-        self, summary: SessionSummary, held: Mapping[str, int] | None
-    ) -> SessionSummary:
-        """A latest run still marked running after startup recovery, from an earlier start (an
-        older owner epoch), is one recovery could not repair (its record does not decode: it is
-        quarantined). Nothing runs it: shown failed, not "Running" with a Stop button that stops
-        nothing, and with no banner offering a Safe resume that can only park (the transcript's
-        notice says why). Only for the data folder's own ledger: on a shared one another host
-        may run it."""
-        if held is not None or summary.last_run_status not in (
-            RunStatusValue.CREATED,
-            RunStatusValue.RUNNING,
-        ):
-            return summary
+    def _quarantined(
+        self, summaries: Sequence[SessionSummary], held: Mapping[str, int] | None
+    ) -> set[str]:
+        """The sessions whose latest run, still marked running after startup recovery, is of an
+        earlier start: recovery could not repair it (its record does not decode: quarantined),
+        the rule ``maka sessions`` follows (``session_rows.quarantined_sessions``). Only for the
+        data folder's own ledger: on a shared one another host may run it."""
+        if held is not None:
+            return set()
+        running = [
+            summary.session_id
+            for summary in summaries
+            if summary.last_run_status in (RunStatusValue.CREATED, RunStatusValue.RUNNING)
+        ]
+        if not running:
+            return set()
         try:
-            runs = _ordered(self._store.list_session_runs(summary.session_id))
-            epoch = self._store.read_owner_epoch()
+            return quarantined_sessions(self._store, running)
         except LedgerError:
-            return summary
-        if not runs or runs[-1].owner_epoch >= epoch:
-            return summary
-        return summary.model_copy(
-            update={
-                "last_run_status": RunStatusValue.FAILED,
-                "interrupted": False,  # (no banner offering a Safe resume that cannot be)
-                "failure_class": ParkReason.RUNTIME_LEDGER_UNREADABLE.value,
-            }
-        )
+            return set()
 
     def _held(self) -> Mapping[str, int] | None:
         store = self._store
@@ -659,7 +666,10 @@ class DesktopServices:
             overview = session_overview(self._store, service.get_session(session_id))
         except LedgerError as error:
             raise HostServiceError(error.code, error.message) from None
-        return self._shown(self._unless_quarantined(_summary(overview, held, others), held))
+        summary = _summary(overview, held, others)
+        if session_id in self._quarantined([summary], held):
+            summary = _as_quarantined(summary)
+        return self._shown(summary)
 
     def session_timeline(self, session_id: str) -> SessionTimeline:
         from app.host.session_timeline import read_session_timeline_lazily
