@@ -133,7 +133,8 @@ def _self_command() -> list[str]:
     """How to run this very program again: the bundle's own executable, or this interpreter."""
     if _is_frozen():
         return [sys.executable]
-    return [sys.executable, "-c", "from app.cli import run_main; run_main()"]
+    # (``maka_start``: Maka's own packages ahead of a folder of the user's that would hide them)
+    return [sys.executable, "-c", "import maka_start; maka_start.main()"]
 
 
 # --- qt-platform ------------------------------------------------------------------------------

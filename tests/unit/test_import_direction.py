@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("app", "main_process", "renderer", "runtime", "storage")
+PACKAGES = ("app", "main_process", "renderer", "runtime", "storage", "maka_start")
 
 # (package prefix of the importing module, allowed top-level imports of project packages,
 #  allowed third-party top-level modules; None = anything)
@@ -48,7 +48,7 @@ POSTGRES_DRIVER_MODULES = frozenset({"storage.ledger.postgres_connection"})
 HOST_THIRD_PARTY = ("pydantic", "pydantic_core", "typing_extensions", "psutil", "platformdirs")
 """The host's third-party imports: no Qt (``PySide6``) among them."""
 
-CLI_MAY_IMPORT = ("app", "runtime", "storage")
+CLI_MAY_IMPORT = ("app", "runtime", "storage", "maka_start")
 """The CLI (``app.cli``, its commands and the rest of ``app``) reaches the desktop's code only
 through ``app.host``."""
 
@@ -70,6 +70,18 @@ def _runtime_prefixes(module: str) -> set[str]:
         below = RUNTIME_LAYERS[: RUNTIME_LAYERS.index(RUNTIME_BESIDE[sub]) + 1]
         return {f"runtime.{sub}"} | {f"runtime.{layer}" for layer in below}
     pytest.fail(f"runtime.{sub} has no place in RUNTIME_LAYERS or RUNTIME_BESIDE")
+
+
+ONE_MODULE_RULES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "app.visible_text": (("app.visible_text",), ()),
+    "app.gui_thread_gc": (("app.gui_thread_gc",), ("PySide6.QtCore",)),
+    "app.code_text": (("app.code_text",), ()),
+    "app.park_guidance": (("app.park_guidance", "app.code_text"), ()),
+    "app.bridge_contract": (("app.bridge_contract",), ("pydantic", "typing_extensions")),
+    # the console script's first step: Maka's own packages first, then the CLI
+    "maka_start": (("maka_start", "app.cli"), ()),
+}
+"""Modules with rules of their own: (project prefixes, third-party roots) each may import."""
 
 
 def _rules(module: str) -> tuple[set[str], set[str] | None]:
@@ -131,16 +143,9 @@ def _rules(module: str) -> tuple[set[str], set[str] | None]:
         return set(HOST_MAY_IMPORT), set(HOST_THIRD_PARTY)
     if module in GUI_COMMANDS:
         return set(PACKAGES), None
-    if module == "app.visible_text":
-        return {"app.visible_text"}, set()
-    if module == "app.gui_thread_gc":
-        return {"app.gui_thread_gc"}, {"PySide6.QtCore"}
-    if module == "app.code_text":
-        return {"app.code_text"}, set()
-    if module == "app.park_guidance":
-        return {"app.park_guidance", "app.code_text"}, set()
-    if module == "app.bridge_contract":
-        return {"app.bridge_contract"}, {"pydantic", "typing_extensions"}
+    if module in ONE_MODULE_RULES:
+        own, third_party = ONE_MODULE_RULES[module]
+        return set(own), set(third_party)
     if module == "app" or module.startswith("app."):
         return set(CLI_MAY_IMPORT), None
     return set(PACKAGES), None
