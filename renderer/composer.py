@@ -68,6 +68,9 @@ class Composer(QWidget):
         )
         # A session another process holds (a shared ledger): why Send does nothing here.
         self.held_label = _hidden_note(outer, "ComposerNote")
+        # A running turn waiting on the model server (a slow local model can take a minute
+        # before its first word): said, with how long, so a quiet window is not read as stuck.
+        self.waiting_label = _hidden_note(outer, "ComposerWaiting")
         layout = QHBoxLayout()
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(10)
@@ -130,6 +133,21 @@ class Composer(QWidget):
         self.elsewhere_label.setVisible(running and elsewhere)
         self.held_label.setVisible(self._held_by is not None and not running)
         self._update_enabled()
+
+    def set_waiting(self, text: str | None) -> None:
+        """What the running turn waits for (``None``: nothing to say)."""
+        if text is None:
+            self.waiting_label.setVisible(False)
+            return
+        if self.waiting_label.text() != text:
+            self.waiting_label.setText(text)
+        if not self.waiting_label.isVisible():
+            # muted as the folder's path is (a note, not a warning), read from the palette
+            # of the moment (a light or dark theme)
+            palette = self.waiting_label.palette()
+            palette.setColor(self.waiting_label.foregroundRole(), theme.muted_text(self.palette()))
+            self.waiting_label.setPalette(palette)
+        self.waiting_label.setVisible(True)
 
     def set_held_elsewhere(self, holder: str | None) -> None:
         """``holder``: another Maka process holds the open session (a shared ledger), named as

@@ -9,6 +9,7 @@ re-asks for the list and the open session after every reconnect.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 
 from PySide6.QtCore import QCoreApplication, QDir, QEvent, QMargins, QObject, QSize, Qt, QTimer
@@ -115,6 +116,20 @@ REFUSAL_DETAIL_CODES = frozenset({"provider_config_invalid", "provider_script_in
 MAKA_MODEL)``): the composer shows it after the code's sentence."""
 
 
+WAITING_AFTER_S = 2.0
+"""A running turn quiet this long after its last step is said to wait for the model's answer."""
+STALLED_AFTER_S = 5.0
+"""A reply being written that has been quiet this long is said to have stopped for a while."""
+
+
+def waited_words(seconds: float) -> str:
+    """``12 s``, ``2 min 5 s``: how long a turn has waited, in whole seconds."""
+    whole = int(seconds)
+    if whole < 120:
+        return _tr("{n} s").replace("{n}", str(whole))
+    return _tr("{m} min {n} s").replace("{m}", str(whole // 60)).replace("{n}", str(whole % 60))
+
+
 class MainWindow(QMainWindow):
     def __init__(
         self,
@@ -214,6 +229,12 @@ class MainWindow(QMainWindow):
         self._permission_fit.setSingleShot(True)
         self._permission_fit.setInterval(0)
         self._permission_fit.timeout.connect(self._fit_permission)
+        # A running turn's wait for the model, said under the transcript once it is quiet.
+        # (per session, from its pushes: a session opened later shows how long it has waited)
+        self._quiet_since: dict[str, float] = {}
+        self._waiting_tick = QTimer(self)
+        self._waiting_tick.setInterval(1000)
+        self._waiting_tick.timeout.connect(self._show_waiting)
         for watched in (*self._rows_above, permission_holder, self.composer, right):
             watched.installEventFilter(self)
         self.timeline = TimelinePanel(self._bridge)
@@ -679,10 +700,39 @@ class MainWindow(QMainWindow):
         self.branch_label.setVisible(True)
 
     def _on_transcript_item(self, push: TranscriptItemPush) -> None:
+        self._heard_from_turn(push.session_id)
         if push.session_id == self._session_id:
             self.transcript.apply_item(push.item)
 
+    def _heard_from_turn(self, session_id: str) -> None:
+        """A session's turn said something: its quiet starts again."""
+        self._quiet_since[session_id] = time.monotonic()
+        if session_id == self._session_id and self.composer.waiting_label.isVisible():
+            self.composer.set_waiting(None)
+
+    def _show_waiting(self) -> None:
+        """While the open session's turn runs here and has been quiet a moment: what it waits
+        for, and how long (a local model can take a minute before its first word)."""
+        session = self._session_id
+        if session is None or session not in self._running or session in self._elsewhere:
+            self._waiting_tick.stop()
+            self.composer.set_waiting(None)
+            return
+        if not self._waiting_tick.isActive():
+            self._waiting_tick.start()
+        quiet = time.monotonic() - self._quiet_since.setdefault(session, time.monotonic())
+        awaiting = self.transcript.awaiting_model()
+        if awaiting == "answer" and quiet >= WAITING_AFTER_S:
+            text = _tr("Waiting for the model to answer… {time}")
+        elif awaiting == "more" and quiet >= STALLED_AFTER_S:
+            text = _tr("The model has sent nothing more for {time}…")
+        else:
+            self.composer.set_waiting(None)
+            return
+        self.composer.set_waiting(text.replace("{time}", waited_words(quiet)))
+
     def _on_run_status(self, push: RunStatusPush) -> None:
+        self._heard_from_turn(push.session_id)
         self._elsewhere.discard(push.session_id)  # a run of this host's
         if push.status in _ACTIVE:
             self._running.add(push.session_id)
@@ -693,6 +743,7 @@ class MainWindow(QMainWindow):
             self._refresh_availability()
 
     def _on_resume_started(self, push: ResumeStartedPush) -> None:
+        self._heard_from_turn(push.session_id)
         self._running.add(push.session_id)
         self._elsewhere.discard(push.session_id)
         if push.automatic:
@@ -811,6 +862,7 @@ class MainWindow(QMainWindow):
         running = session is not None and session in self._running
         elsewhere = running and session in self._elsewhere
         self.composer.set_running(running, elsewhere=elsewhere)
+        self._show_waiting()
         # (the Timeline's verdict says nothing of what resume would do while a turn runs)
         self.timeline.set_turn_running(
             session, "elsewhere" if elsewhere else "here" if running else None

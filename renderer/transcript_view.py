@@ -43,10 +43,15 @@ from PySide6.QtWidgets import (
 )
 
 from app.bridge_contract import (
+    AssistantMessageItem,
+    BranchMarkerItem,
     ContinuationMarkerItem,
+    NoticeItem,
+    ThinkingItem,
     ToolCardItem,
     ToolCardStatus,
     TranscriptItem,
+    UserMessageItem,
 )
 from renderer.measured_row import MeasuredRow
 from renderer.transcript_items import (
@@ -275,6 +280,25 @@ class TranscriptView(QScrollArea):
 
     def shows_running_calls(self) -> bool:
         return bool(self._running_cards())
+
+    def awaiting_model(self) -> str | None:
+        """What a running turn waits for, from the transcript's last item: ``"answer"`` (a
+        message sent, a call's result or a continuation's start went to the model, and nothing
+        came back yet), ``"more"`` (its reply or thinking is being written), None (a call runs
+        or waits for permission, or nothing runs from here)."""
+        self.flush()
+        for item_id in reversed(self._order):
+            item = self._items.get(item_id)
+            if isinstance(item, NoticeItem | BranchMarkerItem):
+                continue  # (a note beside the turn, not a step of it)
+            if isinstance(item, UserMessageItem | ContinuationMarkerItem):
+                return "answer"
+            if isinstance(item, ToolCardItem):
+                return None if item.status is ToolCardStatus.RUNNING else "answer"
+            if isinstance(item, AssistantMessageItem | ThinkingItem):
+                return "more"
+            return None
+        return None
 
     def mark_running_interrupted(self) -> int:
         """The main process is gone: every call still shown as running was interrupted, as far
