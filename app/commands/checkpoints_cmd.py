@@ -155,12 +155,7 @@ def _print_text(
                 if row.get("trimmed"):
                     state = "removed by retention (no longer needed)"
                 elif row.get("damagedAside"):
-                    moved = row["damagedAside"]
-                    state = (
-                        f"DAMAGED: {len(moved)} object(s) moved aside to "
-                        f"{shown_name(os.path.dirname(str(moved[0]['movedTo'])))} (a capture of "
-                        "a folder still holding those bytes writes them again)"
-                    )
+                    state = _damaged_state(row["damagedAside"])
                 high_water = row["runtimeHighWater"]
                 # A snapshot without a high-water mark is the one of a decision to continue
                 # with the current files (workspaceBaseline), taken before the run's events.
@@ -223,3 +218,19 @@ def _ignored_of(ignored: dict[tuple[str, str], list[str]], body: Any) -> dict[st
     key = (str(body.get("workspaceIdentity")), str(body.get("commitId")))
     paths = ignored.get(key)
     return {"nowIgnoredPaths": paths} if paths else {}
+
+
+def _damaged_state(objects: list[dict[str, Any]]) -> str:
+    """A snapshot that is not whole because objects under it are damaged: moved aside by a
+    check (a capture writes them again), or stored bytes Git cannot read."""
+    moved = [item for item in objects if item.get("movedTo")]
+    if moved:
+        return (
+            f"DAMAGED: {len(moved)} object(s) moved aside to "
+            f"{shown_name(os.path.dirname(str(moved[0]['movedTo'])))} (a capture of "
+            "a folder still holding those bytes writes them again)"
+        )
+    return (
+        f"DAMAGED: {len(objects)} folder object(s) whose stored bytes cannot be read "
+        "(see maka doctor)"
+    )

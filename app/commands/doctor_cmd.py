@@ -302,7 +302,18 @@ def _damage_problems(
             "what it recorded and were moved aside (to "
             f"{shown_name(os.path.dirname(objects[0].moved_to))}); a restore from it is refused "
             "until a capture of the folder writes them again (the next one does, if the folder "
-            "still holds those bytes)",
+            "still holds those bytes)"
+            if objects[0].moved_to
+            else f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is "
+            f"damaged in the checkpoint store: the stored bytes of {damaged_names(objects)} "
+            "cannot be read; a restore from it is refused and Safe resume cannot compare the "
+            "folder with it"
+            + (
+                " (maka doctor --verify-snapshots moves the damaged object aside, and the next "
+                "capture of a folder still holding those files writes it again)"
+                if not any(damaged.packed for damaged in objects)
+                else damage_told(objects)
+            ),
             row.run_id,
             row.event_id,
         )
@@ -331,7 +342,7 @@ def _verification_lines(verification: SnapshotVerification | None, aside: int) -
     lines = [
         f"  snapshots re-hashed: {verification.verified}, damaged: "
         f"{len(verification.damaged) + aside}"
-        + (f" ({aside} missing objects moved aside before)" if aside else "")
+        + (f" ({aside} found damaged before: not re-hashed)" if aside else "")
     ]
     lines.extend(
         f"  moved aside: {damaged.object_id} "
@@ -485,11 +496,22 @@ def run(args: argparse.Namespace) -> int:
             notes = _abandoned_copies(store, carrier)
             if server is None:  # (on a shared ledger another host may be running it)
                 notes.extend(_awaiting_repair(store, data_dir))
-            verification = (
-                verify_snapshots(store, carrier)
-                if getattr(args, "verify_snapshots", False) and carrier.usable
-                else None
-            )
+            verification = None
+            if getattr(args, "verify_snapshots", False) and carrier.usable:
+                # Snapshots whose stored bytes Git cannot read are checked too: the check
+                # moves a damaged loose object aside, as it does for a present snapshot's.
+                unreadable = [
+                    row
+                    for row, objects in checkpoints.damaged_aside
+                    if not any(damaged.moved_to for damaged in objects)
+                ]
+                verification = verify_snapshots(store, carrier, also=unreadable)
+                checked = {row.event_id for row in unreadable}
+                checkpoints.damaged_aside = [
+                    (row, objects)
+                    for row, objects in checkpoints.damaged_aside
+                    if row.event_id not in checked
+                ]
         except StoreRefusal as refusal:
             message = _what_to_do(refusal, server is None)
             failed = {"code": str(refusal.code), "message": message}
@@ -607,11 +629,7 @@ def run(args: argparse.Namespace) -> int:
             if elsewhere
             else ""
         )
-        + (
-            f", {len(checkpoints.damaged_aside)} damaged (objects moved aside)"
-            if checkpoints.damaged_aside
-            else ""
-        )
+        + (f", {len(checkpoints.damaged_aside)} damaged" if checkpoints.damaged_aside else "")
         + f", {len(checkpoints.orphans)} orphan refs"
         + (
             " (no snapshot fact names them: a capture cut off before its fact, or a session"

@@ -377,9 +377,12 @@ class SnapshotVerification:
     moved: list[tuple[str, DamagedObject]] = field(default_factory=list)
 
 
-def verify_snapshots(reader: _Reader, carrier: GitCheckpointStore) -> SnapshotVerification:
+def verify_snapshots(
+    reader: _Reader, carrier: GitCheckpointStore, also: Sequence[CheckpointRow] = ()
+) -> SnapshotVerification:
     """Every present snapshot's stored bytes re-hashed against its recorded tree, the check a
-    restore makes before it writes (``maka doctor --verify-snapshots``). What it finds
+    restore makes before it writes (``maka doctor --verify-snapshots``), and the snapshots
+    ``also`` (not whole because Git cannot read some of their stored bytes). What it finds
     damaged is moved aside and the next capture of the folder writes it again from the
     folder's files (``GitCheckpointStore.verify_snapshots``)."""
     found = SnapshotVerification()
@@ -388,6 +391,8 @@ def verify_snapshots(reader: _Reader, carrier: GitCheckpointStore) -> SnapshotVe
         for row in session_checkpoints(reader, carrier, session.session_id).rows:
             if row.kind == "checkpoint" and row.present:
                 by_workspace.setdefault(str(row.body["workspaceIdentity"]), []).append(row)
+    for row in also:
+        by_workspace.setdefault(str(row.body["workspaceIdentity"]), []).append(row)
     for workspace, rows in by_workspace.items():
         try:
             damage = carrier.verify_snapshots(workspace, [str(row.body["treeId"]) for row in rows])

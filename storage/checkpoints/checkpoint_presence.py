@@ -21,6 +21,16 @@ from storage.private_files import private_opener
 
 _TREE_MODE = b"40000"
 
+_CORRUPT = re.compile(r"(?:packed|loose) object ([0-9a-f]{40}(?:[0-9a-f]{24})?) \(stored in ")
+"""How Git names an object whose stored bytes it cannot even read (a damaged pack entry or
+loose file: ``fatal: packed object <id> (stored in <pack>) is corrupt``)."""
+
+
+def corrupt_object(error: CheckpointError) -> str | None:
+    """The object Git stopped at because its stored bytes cannot be read, else None."""
+    found = _CORRUPT.search(error.message)
+    return found.group(1) if found is not None else None
+
 
 def snapshots_whole(
     runner: GitRunner, git_dir: Path, snapshots: list[tuple[str, str]]
@@ -46,16 +56,39 @@ def snapshots_whole(
     if not found:
         return found
     commits = sorted({commit for commit, _ in found})
-    listed = runner.run(
-        ["rev-list", "--objects", "--no-object-names", "--no-walk", "--missing=print", "--stdin"],
-        git_dir=git_dir,
-        stdin="".join(f"{commit}\n" for commit in commits).encode(),
-    )
+    listed, unreadable = _walked_objects(runner, git_dir, commits)
+    found = {pair for pair in found if pair[0] not in unreadable}
     missing = {line[1:].decode() for line in listed.splitlines() if line.startswith(b"?")}
     if not missing:
         return found
     broken = _trees_reaching(runner, git_dir, {tree for _, tree in found}, missing)
     return {pair for pair in found if pair[1] not in broken}
+
+
+def _walked_objects(runner: GitRunner, git_dir: Path, commits: list[str]) -> tuple[bytes, set[str]]:
+    """Every object under ``commits`` (``rev-list``), and apart those of the commits whose walk
+    Git cannot finish because an object under them has stored bytes it cannot read (damaged,
+    not whole): one such snapshot no longer leaves every other one undecided."""
+    command = ["rev-list", "--objects", "--no-object-names", "--no-walk", "--missing=print"]
+    try:
+        return runner.run(
+            [*command, "--stdin"],
+            git_dir=git_dir,
+            stdin="".join(f"{commit}\n" for commit in commits).encode(),
+        ), set()
+    except CheckpointError as error:
+        if corrupt_object(error) is None:
+            raise
+    listed: list[bytes] = []
+    unreadable: set[str] = set()
+    for commit in commits:  # (one at a time: which of them reach the damage)
+        try:
+            listed.append(runner.run([*command, commit], git_dir=git_dir))
+        except CheckpointError as error:
+            if corrupt_object(error) is None:
+                raise
+            unreadable.add(commit)
+    return b"".join(listed), unreadable
 
 
 def tree_whole(runner: GitRunner, git_dir: Path, tree: str) -> bool:

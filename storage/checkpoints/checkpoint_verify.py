@@ -34,7 +34,7 @@ from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints.checkpoint_empty_dirs import shown_path
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_objects import DAMAGED_DIR, moved_aside, set_aside
-from storage.checkpoints.checkpoint_presence import batch_trees, tree_entries
+from storage.checkpoints.checkpoint_presence import batch_trees, corrupt_object, tree_entries
 
 _log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
 
@@ -120,10 +120,7 @@ def _walked(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]
     objects = [(tree, "")]
     frontier: list[tuple[str, bytes]] = [(tree, b"")]
     while frontier:
-        query = "".join(f"{object_id}\n" for object_id, _ in frontier).encode()
-        bodies = dict(
-            batch_trees(runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query))
-        )
+        bodies = _readable_trees(runner, git_dir, [object_id for object_id, _ in frontier])
         following: list[tuple[str, bytes]] = []
         for object_id, prefix in frontier:
             for mode, name, child in tree_entries(bodies.get(object_id, b""), len(object_id) // 2):
@@ -134,6 +131,25 @@ def _walked(runner: GitRunner, git_dir: Path, tree: str) -> list[tuple[str, str]
                     following.append((child, prefix + name + b"/"))
         frontier = following
     return objects
+
+
+def _readable_trees(runner: GitRunner, git_dir: Path, trees: list[str]) -> dict[str, bytes]:
+    """The bodies of those of ``trees`` Git can read (one ``cat-file --batch``); one it
+    cannot read (damaged stored bytes) is left out, as one that is gone is, and so is what
+    lies under it: the check then finds it damaged."""
+    left = list(dict.fromkeys(trees))
+    while left:
+        query = "".join(f"{object_id}\n" for object_id in left).encode()
+        try:
+            return dict(
+                batch_trees(runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query))
+            )
+        except CheckpointError as error:
+            unreadable = corrupt_object(error)
+            if unreadable is None or unreadable not in left:
+                raise
+            left.remove(unreadable)
+    return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,27 +231,42 @@ def damage_told(damaged: Iterable[DamagedObject]) -> str:
 def missing_moved_aside(
     runner: GitRunner, git_dir: Path, trees: Iterable[str]
 ) -> dict[str, list[DamagedObject]]:
-    """For each tree, the objects under it that are not in the repository because a check
-    moved them aside as damaged (the snapshot is damaged, not lost: a capture of a folder
-    still holding those bytes writes them again); none looked for when nothing was ever
-    moved aside. No object is read whole: a listing of each tree and one ``--batch-check``."""
-    if not (git_dir / DAMAGED_DIR).is_dir():
-        return {}
+    """For each tree (of a snapshot that is not whole), the objects under it that make it
+    damaged rather than lost: those not in the repository because a check moved them aside as
+    damaged (a capture of a folder still holding those bytes writes them again; looked for
+    only when something was ever moved aside), and the folders whose stored bytes Git cannot
+    read (a damaged pack entry: ``packed``, or a loose file a check has not moved yet). No
+    file is read whole: a listing of each tree, one ``--batch-check``, and its folders."""
     found: dict[str, list[DamagedObject]] = {}
+    moved_before = (git_dir / DAMAGED_DIR).is_dir()
     for tree in dict.fromkeys(trees):
         objects = tree_objects(runner, git_dir, tree)
         query = "".join(f"{object_id}\n" for object_id, _ in objects).encode()
         out = runner.run(["cat-file", "--batch-check"], git_dir=git_dir, stdin=query)
         lines = out.decode("utf-8", "replace").splitlines()
         listed: list[DamagedObject] = []
+        folders: list[tuple[str, str]] = []
         for (object_id, path), line in zip(objects, lines, strict=False):
-            if not line.endswith(" missing"):
-                continue
-            earlier = moved_aside(git_dir, object_id)
-            if earlier is not None:
-                listed.append(DamagedObject(object_id, path, False, str(earlier)))
+            if line.endswith(" missing"):
+                earlier = moved_aside(git_dir, object_id) if moved_before else None
+                if earlier is not None:
+                    listed.append(DamagedObject(object_id, path, False, str(earlier)))
+                elif _loose(git_dir, object_id):  # there, but Git cannot read its header
+                    listed.append(DamagedObject(object_id, path, False))
+            elif line.split(" ")[1:2] == ["tree"]:
+                folders.append((object_id, path))
+        bad = _bad_objects(runner, git_dir, [object_id for object_id, _ in folders])
+        listed.extend(
+            DamagedObject(object_id, path, False, packed=not _loose(git_dir, object_id))
+            for object_id, path in folders
+            if bad.get(object_id) is False
+        )
         found[tree] = listed
     return found
+
+
+def _loose(git_dir: Path, object_id: str) -> bool:
+    return (git_dir / "objects" / object_id[:2] / object_id[2:]).is_file()
 
 
 def _missing(runner: GitRunner, git_dir: Path, object_id: str) -> bool:
@@ -246,9 +277,27 @@ def _missing(runner: GitRunner, git_dir: Path, object_id: str) -> bool:
 
 
 def _bad_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> dict[str, bool]:
-    """The ids whose stored content does not hash to them (False) or that are gone (True).
-    Read as Git prints them and hashed piece by piece: a snapshot of gigabytes is checked in
-    a few megabytes of memory."""
+    """The ids whose stored content does not hash to them or cannot be read at all (False) or
+    that are gone (True). Read as Git prints them and hashed piece by piece: a snapshot of
+    gigabytes is checked in a few megabytes of memory. Git stops at an object it cannot read
+    (a damaged pack entry): that one is damaged, and the rest are read again without it."""
+    bad: dict[str, bool] = {}
+    left = list(object_ids)
+    while left:
+        try:
+            bad.update(_hashed_again(runner, git_dir, left))
+            return bad
+        except CheckpointError as error:
+            unreadable = corrupt_object(error)
+            if unreadable is None or unreadable not in left:
+                raise
+            bad[unreadable] = False
+            left = [object_id for object_id in left if object_id != unreadable]
+    return bad
+
+
+def _hashed_again(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> dict[str, bool]:
+    """``_bad_objects`` in one ``cat-file --batch``; raises when Git stops part way."""
     if not object_ids:
         return {}
     query = "".join(f"{object_id}\n" for object_id in object_ids).encode()
@@ -258,7 +307,8 @@ def _bad_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> dic
         for object_id in object_ids:
             header = out.readline().decode("utf-8", "replace").split(" ")
             if len(header) == 2 and header[1] == "missing\n":
-                bad[object_id] = True
+                # (gone, unless its loose file is there and Git cannot read even its header)
+                bad[object_id] = not _loose(git_dir, object_id)
                 continue
             if len(header) != 3 or not header[2].endswith("\n"):
                 raise CheckpointError(
