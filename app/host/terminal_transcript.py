@@ -19,6 +19,7 @@ import shutil
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TextIO
@@ -211,6 +212,15 @@ class TerminalTranscript:
         del run_id, status, failure_class
 
 
+_CTRL_D = "\x04 (Ctrl+D)"
+"""What the input queue holds for a Ctrl+D typed at a terminal (compared by identity: no line
+read is this very string object)."""
+_GONE_AFTER = 5
+_GONE_WITHIN_S = 0.05
+"""A terminal whose reads end this many times within this long has gone (hung up): no hand
+types Ctrl+D so fast."""
+
+
 class InputLines:
     """The one reader of an input stream for the whole process: a daemon thread reads lines into
     a queue, and the chat prompt and the permission questions both take their lines from it.
@@ -227,6 +237,8 @@ class InputLines:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        # A line, None (the end of input, for good) or ``_CTRL_D`` (Ctrl+D typed at a
+        # terminal: the end of this one read, as a terminal means it; reading goes on).
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._held: list[str] = []  # chat lines set aside for a question (``keep_set_aside``)
         self._thread: threading.Thread | None = None
@@ -270,7 +282,7 @@ class InputLines:
                 break
             if line is None:
                 ended = True
-            else:
+            elif line is not _CTRL_D:  # (a Ctrl+D typed ahead answers nothing: dropped)
                 lines.append(line)
         answers = ("", "y", "yes", "n", "no", "allow", "deny")
         set_aside = SetAside(
@@ -309,6 +321,8 @@ class InputLines:
                 continue
             if line is None:
                 self._queue.put(None)  # the end stays the end for the next reader
+            if line is _CTRL_D:
+                return None  # (this read's end only)
             return line
         return None
 
@@ -321,9 +335,25 @@ class InputLines:
                 self._thread.start()
 
     def _pump(self) -> None:
+        """Read lines until the end of input. At a terminal, Ctrl+D on an empty line ends one
+        read (a permission question's: denied), not the input: the chat goes on after it. A
+        terminal that is gone (its reads end at once, again and again) ends it for good."""
+        terminal = _is_terminal(self._stream)
+        ends: list[float] = []
         try:
-            for line in iter(self._stream.readline, ""):
-                self._queue.put(line)
+            while True:
+                line = self._stream.readline()
+                if line:
+                    ends.clear()
+                    self._queue.put(line)
+                    continue
+                if not terminal:
+                    break
+                now = time.monotonic()
+                ends[:] = [at for at in ends if now - at < _GONE_WITHIN_S] + [now]
+                if len(ends) >= _GONE_AFTER:
+                    break
+                self._queue.put(_CTRL_D)
         except (OSError, ValueError, UnicodeDecodeError):
             pass
         self._queue.put(None)

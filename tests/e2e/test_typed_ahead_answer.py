@@ -264,3 +264,44 @@ def test_through_a_host_a_message_typed_during_a_turn_is_shown_at_the_prompt_tha
     finally:
         terminal.close()
         host.stop()
+
+
+def test_ctrl_d_at_a_question_denies_it_and_the_chat_goes_on(tmp_path: Path) -> None:
+    """``maka tui``: Ctrl+D typed at ``Allow? [y/N]`` ended the whole chat (the end of input
+    was the end for every later read); at a terminal it ends that one read: the call is
+    denied, and the chat goes on at ``you>``. Ctrl+D at ``you>`` still leaves."""
+    work = tmp_path / "work"
+    work.mkdir()
+    write = {"id": "c1", "name": "write_file", "args": {"path": "d.txt", "content": "x\n"}}
+    turns: list[list[dict[str, Any]]] = [
+        [{"toolCalls": [write]}, {"text": "asked"}],
+        [{"text": "still here"}],
+    ]
+    env = dict(os.environ)
+    env.pop("MAKA_FAILPOINT", None)
+    env.update(scripted_env(write_script(tmp_path / "script.json", turns)))
+    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
+    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "ask"]
+    terminal = _Terminal(command, env)
+    try:
+        terminal.wait_for("you> ")
+        terminal.type("write it\n")
+        terminal.wait_for("Allow? [y/N]")
+        terminal.type("\x04")  # Ctrl+D
+        terminal.wait_for("[permission] deny")
+        terminal.wait_for("asked")
+        terminal.type("again\n")
+        terminal.wait_for("still here")
+        terminal.wait_for("you> ")
+        terminal.type("\x04")
+        deadline = time.monotonic() + 30
+        while os.waitpid(terminal.pid, os.WNOHANG) == (0, 0):
+            assert time.monotonic() < deadline, terminal.seen
+            terminal.read(0.2)
+        terminal.pid = 0  # (reaped)
+    finally:
+        if terminal.pid:
+            terminal.close()
+        else:
+            os.close(terminal.fd)
+    assert not (work / "d.txt").exists()
