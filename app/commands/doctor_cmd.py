@@ -126,6 +126,40 @@ def _abandoned_copies(store: LedgerReader, carrier: CheckpointCarrier) -> list[d
     ]
 
 
+def _still_borrowing(carrier: CheckpointCarrier) -> list[dict[str, str]]:
+    """The snapshot stores that still read objects from their folder's Git repository: a
+    command was killed before it copied them in (the next command that owns the data folder
+    does). Notes: every snapshot reads whole now, but a ``git gc`` that prunes in that folder
+    before then can make some read missing."""
+    from runtime.ledger.codes import DiagnosticCode
+    from storage.checkpoints.checkpoint_borrow import borrowed_from
+    from storage.checkpoints.checkpoint_store import GitCheckpointStore
+
+    if not isinstance(carrier, GitCheckpointStore):
+        return []
+    try:
+        stores = sorted(carrier.root.glob("*.git"))
+    except OSError:
+        return []
+    notes = []
+    for git_dir in stores:
+        source = borrowed_from(git_dir)
+        if source is None:
+            continue
+        notes.append(
+            {
+                "code": DiagnosticCode.WORKSPACE_STORE_BORROWING.value,
+                "path": str(git_dir),
+                "message": f"the snapshot store {shown_name(git_dir.name)} still reads objects "
+                f"from {shown_name(str(source))} (a Maka command is copying them in, or was "
+                "stopped before it finished): the next maka run, resume or tui, or the desktop, "
+                "copies them when it opens this data folder; until then a `git gc` that prunes in that "
+                "repository can leave snapshots reading missing (never restored wrong)",
+            }
+        )
+    return notes
+
+
 def _copies_of_no_session(carrier: CheckpointCarrier, sessions: set[str]) -> list[str]:
     """The folders still there that a restore was attempted into for a session the ledger does
     not hold (a branch killed before its session was recorded, or a session removed since),
@@ -493,7 +527,7 @@ def run(args: argparse.Namespace) -> int:
             report = store.diagnose()
             carrier = GitCheckpointStore(data_dir)
             checkpoints = audit_checkpoints(store, carrier)
-            notes = _abandoned_copies(store, carrier)
+            notes = _abandoned_copies(store, carrier) + _still_borrowing(carrier)
             if server is None:  # (on a shared ledger another host may be running it)
                 notes.extend(_awaiting_repair(store, data_dir))
             verification = None

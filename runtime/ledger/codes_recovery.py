@@ -104,6 +104,9 @@ class DiagnosticCode(StrEnum):
     # A kept snapshot whose ref is gone while its objects are not (``maka doctor``, a note):
     # retention names it again before it prunes.
     WORKSPACE_CHECKPOINT_UNNAMED = "workspace_checkpoint_unnamed"
+    # A snapshot store still reading objects from its folder's Git repository after a command
+    # was killed before copying them in (``maka doctor``, a note): the next command copies them.
+    WORKSPACE_STORE_BORROWING = "workspace_store_borrowing"
     # A restored copy would not be the folder at the stop (a stale, failed or missing snapshot):
     # what it would hold instead (docs/design/workspace.md 4).
     WORKSPACE_RESTORE_POINT = "workspace_restore_point"

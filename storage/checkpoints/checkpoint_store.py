@@ -654,9 +654,31 @@ class GitCheckpointStore:
         finally:
             self._early.forget(git_dir)  # the borrowed objects may have left with the alternate
 
+    def absorb_all_later(self) -> int:
+        """Start copying in, in the background, what each store of this data folder still
+        borrows from its folder's Git repository; how many were started. A capture starts
+        that copy, and a command waits for it at its exit; a command killed before (a crash
+        soon after a first capture) left its store borrowing, so that a ``git gc`` or a fresh
+        clone in the folder made the snapshot of the crash read missing. Every command that
+        owns the data folder starts it again when it opens (``wait_absorbing`` at its end)."""
+        if self._overlay is not None or self._turned_off:
+            return 0
+        try:
+            stores = sorted(self.root.glob("*.git"))
+        except OSError:
+            return 0
+        started = 0
+        for git_dir in stores:
+            if borrowed_from(git_dir) is not None:
+                self._absorb_key_later(git_dir.name[: -len(".git")])
+                started += 1
+        return started
+
     def _absorb_later(self, workspace_identity: str) -> None:
         """Absorb in the background (one at a time per workspace): a capture never waits."""
-        key = workspace_key(workspace_identity)
+        self._absorb_key_later(workspace_key(workspace_identity))
+
+    def _absorb_key_later(self, key: str) -> None:
         with self._locks_guard:
             running = self._absorbing.get(key)
             if running is not None and running.is_alive():

@@ -8,6 +8,7 @@ every snapshot stays whole (``maka doctor``)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -89,3 +90,40 @@ def test_a_killed_absorption_is_finished_by_the_next_run(tmp_path: Path, point: 
         assert shown == "uncommitted work\n"
     finally:
         hidden.rename(work / ".git")
+
+
+def test_a_store_a_killed_run_left_borrowing_is_copied_in_by_the_next_command(
+    tmp_path: Path,
+) -> None:
+    """A run killed soon after its first capture left its store reading the user's objects (a
+    staged file's among them) with nobody to copy them in until the next capture: a ``git
+    reset --hard`` and a ``git gc --prune=now`` in between made the snapshot of the crash
+    read MISSING. ``maka doctor`` says the store still borrows, and the next command that
+    owns the data folder (here a ``maka tui`` opened and left at once) copies them in."""
+    work, data = tmp_path / "work", tmp_path / "data"
+    _repository(work)
+    (work / "staged.txt").write_text("staged, never committed\n")
+    user_git(work, "add", "staged.txt")
+    killed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write hello.txt saying hi"],
+        data,
+        env={"MAKA_FAILPOINT": "P2"},
+    )
+    assert killed.returncode == -9, killed.stderr
+    [store] = (data / "checkpoints").glob("*.git")
+    alternates = store / "objects" / "info" / "alternates"
+    assert alternates.exists(), "the kill came after the copy-in: nothing to show"
+    doctor = maka(["doctor", "--json"], data)
+    notes = [note["code"] for note in json.loads(doctor.stdout)["notes"]]
+    assert "workspace_store_borrowing" in notes, doctor.stdout
+
+    [session] = [line.split()[0] for line in maka(["sessions"], data).stdout.splitlines()[:1]]
+    opened = maka(["tui", "--session", session], data, stdin="/quit\n")
+    assert opened.returncode == 0, opened.stderr
+    assert not alternates.exists(), "the store still borrows"
+
+    user_git(work, "reset", "-q", "--hard")
+    user_git(work, "gc", "-q", "--prune=now")
+    listed = maka(["checkpoints", session], data)
+    assert "present" in listed.stdout and "MISSING" not in listed.stdout, listed.stdout
+    assert maka(["doctor"], data).returncode == 0
