@@ -363,6 +363,11 @@ DIAGNOSTICS: dict[str, CodeRecord] = _records(
             "A snapshot's name in the checkpoint store is gone while its files are still there; "
             "Maka names it again before it removes anything.",
         ),
+        "workspace_store_borrowing": (
+            _I,
+            "A snapshot store still reads files from the folder's Git repository; the next "
+            "Maka command that opens this data folder copies them in.",
+        ),
         "workspace_checkpoint_damaged": (
             _E,
             "A snapshot's stored files are not what it recorded; a restore from it is refused.",

@@ -156,18 +156,29 @@ _STRAY_BYTE = re.compile(rb"\\x([0-9a-f]{2})")
 def _a_file_named(folder: str, shown: str) -> bool:
     """A file is in ``folder`` under the name a change shows as ``shown``: as it reads, or, for
     a name that is not UTF-8, with its stray bytes (shown as ``\\xNN``) put back."""
-    if _a_file_at(os.path.join(folder, shown)):
+    if _a_file_at(os.fsencode(folder), os.fsencode(shown)):
         return True
     if "\\x" not in shown:
         return False
     raw = _STRAY_BYTE.sub(lambda found: bytes([int(found.group(1), 16)]), shown.encode())
-    return _a_file_at(os.path.join(os.fsencode(folder), raw))
+    return _a_file_at(os.fsencode(folder), raw)
 
 
-def _a_file_at(path: str | bytes) -> bool:
-    """Something other than a folder is at ``path`` (a link to one counts: it is a link)."""
+def _a_file_at(folder: bytes, relative: bytes) -> bool:
+    """Something other than a folder is at ``relative`` in ``folder`` (a link to one counts:
+    it is a link), reached through real folders only: behind a folder replaced by a link (or
+    a file), the path is not the snapshot's file but something elsewhere, and the file is
+    gone from the folder."""
+    parts = [part for part in relative.split(b"/") if part]
+    if not parts:
+        return False
+    current = folder
     try:
-        return not stat.S_ISDIR(os.lstat(path).st_mode)
+        for part in parts[:-1]:
+            current = os.path.join(current, part)
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False  # a link or a file where the snapshot had a folder
+        return not stat.S_ISDIR(os.lstat(os.path.join(current, parts[-1])).st_mode)
     except OSError:
         return False
 

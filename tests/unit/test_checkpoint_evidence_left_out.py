@@ -39,3 +39,26 @@ def test_a_name_that_is_not_utf8_is_found_by_its_bytes(tmp_path: Path) -> None:
         TreeChange("gone\\xff.txt", PathChange.DELETED),
     ]
     assert still_there(changes, str(tmp_path)) == ("caf\\xe9.env",)
+
+
+def test_a_file_behind_a_folder_replaced_by_a_link_is_deleted_not_left_out(
+    tmp_path: Path,
+) -> None:
+    """``src`` moved elsewhere and replaced by a link to it: ``src/m.py`` is gone from the
+    folder (``git status`` says deleted), though ``src/m.py`` still opens through the link.
+    The plan said "left out ... still in the folder" of it, while the model was told deleted."""
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere" / "src"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "m.py").write_text("print(1)\n")
+    work.mkdir()
+    os.symlink(elsewhere, work / "src")
+    (work / "file").write_text("a file where a folder was\n")
+    (work / "lib").mkdir()
+    (work / "lib" / "kept.env").write_text("now ignored\n")
+    changes = [
+        TreeChange("src/m.py", PathChange.DELETED),
+        TreeChange("src", PathChange.ADDED),
+        TreeChange("file/inner.txt", PathChange.DELETED),
+        TreeChange("lib/kept.env", PathChange.DELETED),
+    ]
+    assert still_there(changes, str(work)) == ("lib/kept.env",)
