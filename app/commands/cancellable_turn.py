@@ -46,6 +46,8 @@ def run_interruptible(
 
     def interrupted(signum: int, frame: FrameType | None) -> None:
         del signum, frame
+        if results or failures:
+            return  # (pressed as the turn ended: there is nothing left to cancel, or to say)
         print(f"\n{notice}", file=sys.stderr)
         on_interrupt()
 

@@ -152,9 +152,10 @@ def _still_borrowing(carrier: CheckpointCarrier) -> list[dict[str, str]]:
                 "path": str(git_dir),
                 "message": f"the snapshot store {shown_name(git_dir.name)} still reads objects "
                 f"from {shown_name(str(source))} (a Maka command is copying them in, or was "
-                "stopped before it finished): the next maka run, resume or tui, or the desktop, "
-                "copies them when it opens this data folder; until then a `git gc` that prunes in that "
-                "repository can leave snapshots reading missing (never restored wrong)",
+                "stopped before it finished): the next maka run, resume or tui, or the "
+                "desktop, copies them when it opens this data folder; until then a `git gc` "
+                "that prunes in that repository can leave snapshots reading missing (never "
+                "restored wrong)",
             }
         )
     return notes

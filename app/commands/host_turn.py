@@ -343,6 +343,11 @@ class _HostTurn:
             with self._lock:
                 session_id = self._session_id
                 sent = self._sent
+                if self._mid_question:  # (what is said next starts a line of its own)
+                    self._mid_question = False
+                    with contextlib.suppress(OSError, ValueError):
+                        sys.stdout.write("\n")
+                        sys.stdout.flush()
             if lost.code != HostCode.HOST_STOPPED or session_id is None or not sent:
                 raise  # (not sent: nothing of this command's ran)
             # Not "run the command again" unless the record shows nothing ran.

@@ -233,13 +233,23 @@ def run(args: argparse.Namespace) -> int:
         cancel = CancelToken()
         # `maka run ... | head`: end it cleanly, saying why (not the user's cancel)
         transcript.on_reader_gone = functools.partial(cancel.cancel, OUTPUT_CLOSED)
+        from app.commands.tui_host import Hangup
+
         try:
-            result = run_cancellable(
-                lambda: service.send_turn(
-                    session.session_id, args.prompt, transcript, policy, asker=asker, cancel=cancel
-                ),
-                cancel,
-            )
+            # The terminal closed (SIGHUP): the turn is cancelled as by Ctrl+C, so it ends
+            # ``cancelled`` instead of the process dying mid-call (an outcome to settle).
+            with Hangup():
+                result = run_cancellable(
+                    lambda: service.send_turn(
+                        session.session_id,
+                        args.prompt,
+                        transcript,
+                        policy,
+                        asker=asker,
+                        cancel=cancel,
+                    ),
+                    cancel,
+                )
         except LedgerError as error:
             raise CliError(
                 error.code,

@@ -118,7 +118,11 @@ class TuiViewer:
                     self._say(f"(that question was already {self._closed_words}; nothing sent)")
                 return late
         if line is None:
-            return False  # the end of input ends the chat; the host answers for a gone client
+            # The end of input (Ctrl+D) ends the chat; the question is not answered here: it
+            # stays with the turn's driver and the others viewing it.
+            with self._lock:
+                self._say("\n(left without answering: the question stays open for the others)")
+            return False
         if line.strip().startswith("/"):
             # A command (``/quit``, ``/help``) is no answer: the question stays open (it was
             # denied on the user's behalf); ``/quit`` leaves it to the others viewing it.
@@ -157,6 +161,7 @@ class TuiViewer:
             if not self._waiting:
                 return  # a request in flight raises it on the main thread
             self._end_line()
+            self._begin_output()  # (off the prompt's line, and what the user typed on it)
             self._out.flush()
             message = error.message
             if error.code == HostCode.HOST_STOPPED:

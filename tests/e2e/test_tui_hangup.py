@@ -58,3 +58,23 @@ def test_sighup_during_a_turn_cancels_it_and_the_tui_leaves(
         chat.kill()
         if host is not None:
             host.stop()
+
+
+def test_sighup_during_maka_run_cancels_its_turn(tmp_path: Path) -> None:
+    """``maka run`` (no host) died of the SIGHUP mid-command: the call was left with no
+    outcome, so ``maka plan`` parked and the user had a call to settle. It now ends the turn
+    ``cancelled``, as ``maka tui`` does."""
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    data.mkdir()
+    env = scripted_env(write_script(tmp_path / "s.json", [[{"toolCalls": [SLEEP]}, {"text": "x"}]]))
+    run = Streaming(["run", "--cwd", str(work), "--permission-mode", "auto", "sleep"], data, env)
+    try:
+        run.wait_for(lambda: any("[tool] bash" in line for line in run.out))
+        time.sleep(0.5)  # the command runs
+        os.kill(run.process.pid, signal.SIGHUP)
+        run.process.wait(30)
+        assert run.process.returncode != -signal.SIGHUP, run.text()
+        assert _statuses(data) == [RunStatus.CANCELLED], run.text()
+    finally:
+        run.kill()

@@ -6,6 +6,7 @@ real processes: tests/e2e/test_tui_views_through_host.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 from typing import Any
 
@@ -184,3 +185,37 @@ def test_the_host_stopping_under_a_viewed_turn_says_that_turn_stopped(
     assert "nothing of this chat's own was waiting" in said, said
     assert "the turn driven by a terminal (maka run) stopped with it" in said, said
     assert "its question here was never answered" in said and "maka plan s1" in said, said
+
+
+def test_the_host_stopping_at_the_prompt_is_said_on_a_line_of_its_own(monkeypatch: Any) -> None:
+    """The error ran on along the prompt (and what the user was typing after it):
+    ``Allow? [y/N] maka: error [host_stopped]: ...``."""
+    import os
+
+    from app.host.host_client import HostConnectionError
+    from runtime.ledger.codes import HostCode
+
+    def leave(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", leave)
+    viewer, _, out = _viewer()
+    viewer.prompt()
+    assert out.getvalue().endswith("you> ")
+    with contextlib.suppress(SystemExit):
+        viewer.stopped(HostConnectionError(HostCode.HOST_STOPPED, "gone"))
+    assert out.getvalue().endswith("you> \n"), out.getvalue()
+
+
+def test_ctrl_d_at_a_viewed_question_says_it_was_left_unanswered() -> None:
+    """Ctrl+D at another client's question ends this chat, leaving the question to the
+    others; the chat ended with a bare blank line, as if it had answered."""
+    viewer, host, out = _viewer()
+    asked = bc.PermissionRequestedPush(
+        session_id="s1", request_id="p1", tool_name="bash", summary="run: echo six >> log.txt"
+    )
+    assert viewer.take(asked)
+    viewer.prompt()
+    assert not viewer.line_read(None)
+    assert "left without answering: the question stays open for the others" in out.getvalue()
+    assert not [sent for sent in host.sent if isinstance(sent, bc.PermissionsAnswerRequest)]
