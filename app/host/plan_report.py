@@ -45,7 +45,7 @@ from runtime.ledger.timeline_events import stop_of, stopped_words
 from runtime.ledger.workspace_facts import changed_count_words
 from runtime.recovery.recovery_resolver import ToolRecoveryDecision, resolve_operations
 from runtime.recovery.settle_verdict import settle_verdict
-from runtime.recovery.write_leftovers import parked_writes
+from runtime.recovery.write_leftovers import leftover_words, parked_writes
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -105,6 +105,9 @@ class OperationView:
     # gives its row ("stopped when the turn was cancelled").
     stopped: str | None = None
     stopped_words: str | None = None
+    # Of ``leftovers``, those holding exactly what the write was writing; and its target.
+    leftovers_ours: frozenset[str] = frozenset()
+    target: str = ""
 
     def to_json(self) -> dict[str, Any]:
         d = self.decision
@@ -153,9 +156,8 @@ class OperationView:
                 )
         text = f"{text}: {sentence}" if sentence else text
         for leftover in self.leftovers:
-            text += (
-                f"\n    {leftover} is still in the folder: a temporary file of this write "
-                "whose content is not what Maka was writing, left for you to check"
+            text += "\n    " + leftover_words(
+                leftover, leftover in self.leftovers_ours, self.target
             )
         return text
 
@@ -192,9 +194,7 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
     header = store.read_run_header(run_id)
     running = header is not None and header.status not in TERMINAL_RUN_STATUSES
     session = store.get_session(plan.session_id)
-    leftovers: dict[str, tuple[str, ...]] = {}
-    if session is not None:
-        leftovers = {w.tool_call_id: w.leftovers for w in parked_writes(events, session.cwd)}
+    writes = {w.tool_call_id: w for w in parked_writes(events, session.cwd)} if session else {}
     resolution, resolved = resolve_operations(events)
     decisions = resolution.decisions
     attested = (
@@ -205,6 +205,7 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
     views: list[OperationView] = []
     for op in resolved:
         verdict = settle_verdict(resolution, op)
+        write = writes.get(op.decision.tool_call_id)
         stopped: str | None = None
         words: str | None = None
         response = op.operation.response_event
@@ -216,7 +217,7 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
             OperationView(
                 run_id,
                 op.decision,
-                leftovers.get(op.decision.tool_call_id, ()),
+                write.leftovers if write is not None else (),
                 attested.get(op.decision.operation_id or "")
                 if op.decision.settlement_origin is SettlementOrigin.USER_ATTESTATION
                 else None,
@@ -225,6 +226,8 @@ def source_operations(store: LedgerReader, plan: ContinuationPlan) -> tuple[Oper
                 running,
                 stopped,
                 words,
+                write.ours if write is not None else frozenset(),
+                write.path if write is not None else "",
             )
         )
     return tuple(views)

@@ -19,7 +19,7 @@ from runtime.continuation.resume_candidate import newest_run
 from runtime.ledger.codes import ISSUE_CODE, RESOLVER_REASON, ResolverReason, RestoreCode
 from runtime.ledger.ledger_errors import LedgerError
 from runtime.ledger.store_ports import RunHeader, StoredEvent
-from runtime.recovery.write_leftovers import parked_writes
+from runtime.recovery.write_leftovers import leftover_words, parked_writes
 
 MAX_DIAGNOSTICS = 500
 
@@ -163,8 +163,7 @@ def parked_write_diagnostics(
         found.extend(
             wire_diagnostic(
                 "write_temp_file_left",
-                f"{leftover} is still in the folder (a temporary file of this write whose "
-                "content is not what Maka was writing, so it was left for you)",
+                leftover_words(leftover, leftover in write.ours, write.path),
                 write.tool_call_id,
                 write.tool_name,
             )

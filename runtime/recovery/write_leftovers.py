@@ -167,6 +167,22 @@ class ParkedWrite:
     reason: ResolverReason
     path: str
     leftovers: tuple[str, ...]
+    # Of ``leftovers``, those holding exactly the bytes the write was putting in place.
+    ours: frozenset[str] = frozenset()
+
+
+def leftover_words(relative: str, ours: bool, target: str) -> str:
+    """What is said of a temporary file of a parked write still beside its target."""
+    if ours:
+        return (
+            f"{relative} is still in the folder: a temporary file of this write holding exactly "
+            f"the bytes it was writing to {target} (it stopped before putting them in place); "
+            f"Maka leaves it to you: remove it, or move it over {target} to finish that write"
+        )
+    return (
+        f"{relative} is still in the folder: a temporary file of this write whose content is "
+        "not what Maka was writing, left for you to check"
+    )
 
 
 def dispatch_evidence(dispatch: RuntimeEvent | None) -> FileStateEvidence | None:
@@ -193,14 +209,15 @@ def parked_writes(events: Sequence[RuntimeEvent], cwd: str) -> list[ParkedWrite]
         evidence = dispatch_evidence(item.operation.dispatch_event)
         if evidence is None:
             continue
-        leftovers = tuple(leftover.relative for leftover in find_leftovers(cwd, evidence))
+        left = find_leftovers(cwd, evidence)
         found.append(
             ParkedWrite(
                 decision.tool_call_id,
                 decision.tool_name or "write_file",
                 decision.reason,
                 evidence["path"],
-                leftovers,
+                tuple(leftover.relative for leftover in left),
+                frozenset(leftover.relative for leftover in left if leftover.ours),
             )
         )
     return found

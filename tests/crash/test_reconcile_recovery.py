@@ -304,3 +304,28 @@ def test_recovery_killed_around_the_bundle_commit_settles_it_once(
     assert len([e for e in events if e.get("status")]) == 1
     _response(events)  # exactly one outcome for the operation
     assert drill.file_identity() == written  # nothing written twice
+
+
+def test_a_temporary_file_holding_what_the_parked_write_was_writing_is_said_to(
+    tmp_path: Path,
+) -> None:
+    """A write parked with its own temporary file beside the target (its bytes exactly the
+    write's): the plan said the file's content "is not what Maka was writing". It now says
+    the file holds what the write was writing, and what the user may do with it."""
+    drill = Drill(tmp_path)
+    assert drill.run("P3").returncode == -9
+    (temp,) = [p for p in drill.work.iterdir() if p.name.startswith(".out.txt.maka-")]
+    assert temp.read_text() == CONTENT
+    marker = drill.work / ".maka" / "workspace.json"
+    marker.write_bytes(marker_bytes(str(uuid.uuid4()), 1))  # the folder cannot be proven
+    code, body = drill.plan()
+    assert code == 3
+    operation = _only_operation(body)
+    assert operation["reason"] == "reconcile_unreadable", operation
+    assert operation["temporaryFiles"] == [temp.name]
+    text = drill.plan_text().stdout
+    assert (
+        f"{temp.name} is still in the folder: a temporary file of this write holding exactly "
+        "the bytes it was writing to out.txt"
+    ) in text, text
+    assert "not what Maka was writing" not in text
