@@ -117,6 +117,10 @@ class ChatLine(NamedTuple):
     command: str
 
 
+TYPED_AHEAD_ANSWERS = ("y", "yes", "n", "no", "allow", "deny")
+"""Lines that answer a permission question: typed ahead of the prompt, they are not sent."""
+
+
 def next_chat_line(
     lines: Any,
     hangup: Hangup,
@@ -149,6 +153,14 @@ def next_chat_line(
             print(visible(line), flush=True)
         stripped = line.strip()
         if not stripped:
+            continue
+        if waiting and stripped.lower() in TYPED_AHEAD_ANSWERS:
+            # A "y" typed while a command ran, for a question that never came: a model reads
+            # a bare "yes" as consent to whatever it proposed last. Not sent unless typed now.
+            print(
+                f"(not sent: {visible(stripped)!r} was typed while the turn ran, as an answer "
+                "to a question that did not come; type it again to send it as a message)"
+            )
             continue
         text, command = message_or_command(stripped)
         if command in NO_ARGUMENT and text != command:

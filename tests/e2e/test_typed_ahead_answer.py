@@ -305,3 +305,35 @@ def test_ctrl_d_at_a_question_denies_it_and_the_chat_goes_on(tmp_path: Path) -> 
         else:
             os.close(terminal.fd)
     assert not (work / "d.txt").exists()
+
+
+def test_a_y_typed_while_a_command_runs_with_no_question_is_not_sent(tmp_path: Path) -> None:
+    """A "y" typed during a turn (the habit of answering) with no question coming was sent
+    to the model as the next message; a model reads a bare "yes" as consent to what it
+    proposed. It is named and not sent; typed again at the prompt, it is."""
+    work = tmp_path / "work"
+    work.mkdir()
+    nap = {"id": "c1", "name": "bash", "args": {"command": "sleep 2"}}
+    turns: list[list[dict[str, Any]]] = [
+        [{"toolCalls": [nap]}, {"text": "slept"}],
+        [{"text": "second answer"}],
+    ]
+    env = dict(os.environ)
+    env.pop("MAKA_FAILPOINT", None)
+    env.update(scripted_env(write_script(tmp_path / "script.json", turns)))
+    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
+    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "auto"]
+    terminal = _Terminal(command, env)
+    try:
+        terminal.wait_for("you> ")
+        terminal.type("nap\n")
+        terminal.wait_for("[tool] bash sleep 2")
+        terminal.type("y\n")  # typed while the command runs
+        terminal.wait_for("type it again to send it as a message")
+        for _ in range(10):
+            terminal.read(0.2)
+        assert b"second answer" not in terminal.seen
+        terminal.type("y\n")  # typed now: a message
+        terminal.wait_for("second answer")
+    finally:
+        terminal.close()
