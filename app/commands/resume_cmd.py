@@ -194,6 +194,14 @@ def resume_session(  # noqa: C901
             print("\n".join(said))
             if refusal is not None:
                 print(f"Refused: [{refusal[0]}] {refusal[1]}")
+            elif decision is not None:
+                # The decision about the files was taken, but something else still parks: said,
+                # so the user does not read the shorter list as the decision ignored.
+                asked = "--restore-to" if decision.value == "isolated_restore" else "--rebaseline"
+                print(
+                    f"Your {asked} answers the question about the files, but Safe resume stays "
+                    "parked for the reasons above: settle them first, then run maka resume again."
+                )
         return EXIT_PARKED
     unanswered = _unanswered_decision(plan, decision, cwd)
     if unanswered is not None:
