@@ -132,20 +132,12 @@ def _still_borrowing(carrier: CheckpointCarrier) -> list[dict[str, str]]:
     does). Notes: every snapshot reads whole now, but a ``git gc`` that prunes in that folder
     before then can make some read missing."""
     from runtime.ledger.codes import DiagnosticCode
-    from storage.checkpoints.checkpoint_borrow import borrowed_from
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     if not isinstance(carrier, GitCheckpointStore):
         return []
-    try:
-        stores = sorted(carrier.root.glob("*.git"))
-    except OSError:
-        return []
     notes = []
-    for git_dir in stores:
-        source = borrowed_from(git_dir)
-        if source is None:
-            continue
+    for git_dir, source in carrier.borrowing_stores():
         notes.append(
             {
                 "code": DiagnosticCode.WORKSPACE_STORE_BORROWING.value,

@@ -663,16 +663,23 @@ class GitCheckpointStore:
         owns the data folder starts it again when it opens (``wait_absorbing`` at its end)."""
         if self._overlay is not None or self._turned_off:
             return 0
+        borrowing = self.borrowing_stores()
+        for git_dir, _source in borrowing:
+            self._absorb_key_later(git_dir.name[: -len(".git")])
+        return len(borrowing)
+
+    def borrowing_stores(self) -> list[tuple[Path, Path]]:
+        """Each store of this data folder that still borrows, with where it borrows from."""
         try:
             stores = sorted(self.root.glob("*.git"))
         except OSError:
-            return 0
-        started = 0
+            return []
+        found = []
         for git_dir in stores:
-            if borrowed_from(git_dir) is not None:
-                self._absorb_key_later(git_dir.name[: -len(".git")])
-                started += 1
-        return started
+            source = borrowed_from(git_dir)
+            if source is not None:
+                found.append((git_dir, source))
+        return found
 
     def _absorb_later(self, workspace_identity: str) -> None:
         """Absorb in the background (one at a time per workspace): a capture never waits."""
