@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
         cancel = CancelToken()
         # `maka run ... | head`: end it cleanly, saying why (not the user's cancel)
         transcript.on_reader_gone = functools.partial(cancel.cancel, OUTPUT_CLOSED)
-        from app.commands.tui_host import Hangup
+        from app.commands.hangup import Hangup
 
         try:
             # The terminal closed (SIGHUP): the turn is cancelled as by Ctrl+C, so it ends

@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
             _say_if_interrupted(service, session.session_id, host)
             print_unsettled_calls(service, session.session_id)
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
-        from app.commands.tui_host import Hangup
+        from app.commands.hangup import Hangup
 
         with Hangup() as hangup:
             return _chat(

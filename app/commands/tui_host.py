@@ -22,14 +22,13 @@ from __future__ import annotations
 import argparse
 import io
 import os
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any, NamedTuple
 
 from app.cli_errors import EXIT_OK, EXIT_PARKED, EXIT_USAGE, CliError, say_error
+from app.commands.hangup import Hangup
 from app.host.host_client import HostClient
 from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.command_words import maka_command
@@ -61,39 +60,6 @@ TUI_HOST_PARK_NOTE = (
     "or /restore [DIR], and /settle CALL ran|not-run records what you checked. The maka "
     "commands above work in another terminal too: the running Maka serves them.)"
 )
-
-
-class Hangup:
-    """SIGHUP (the terminal was closed) while the chat is open: as Ctrl+C, a turn running is
-    cancelled (it ends ``cancelled``, not left running until the next start) and the chat then
-    leaves (``hung``); at the prompt it leaves at once. Output goes nowhere from then on: the
-    terminal is gone, and a write to it would fail."""
-
-    def __init__(self) -> None:
-        self.hung = False
-        self._previous: Any = None
-
-    def __enter__(self) -> Hangup:
-        if hasattr(signal, "SIGHUP"):
-            self._previous = signal.signal(signal.SIGHUP, self._hung)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if hasattr(signal, "SIGHUP"):
-            signal.signal(signal.SIGHUP, self._previous or signal.SIG_DFL)
-
-    def _hung(self, signum: int, frame: FrameType | None) -> None:
-        del signum
-        from app.visible_text import silence
-
-        self.hung = True
-        for stream in (sys.stdout, sys.stderr):
-            silence(stream)
-        interrupt = signal.getsignal(signal.SIGINT)
-        if callable(interrupt):  # a turn's Ctrl+C (it cancels the turn), or KeyboardInterrupt
-            interrupt(signal.SIGINT, frame)
-        else:
-            raise KeyboardInterrupt
 
 
 NO_ARGUMENT = ("/help", "/quit", "/exit", "/sessions", "/transcript", "/plan", "/timeline")

@@ -438,6 +438,8 @@ def test_every_phase_0_diagnostic_code_is_produced_here() -> None:
         DiagnosticCode.WORKSPACE_CHECKPOINTS_NOT_CARRIED,
         # and on a kept snapshot whose ref was deleted by hand
         DiagnosticCode.WORKSPACE_CHECKPOINT_UNNAMED,
+        # and on a snapshot store still borrowing from its folder's Git repository
+        DiagnosticCode.WORKSPACE_STORE_BORROWING,
     }
     assert produced == set(DiagnosticCode) - planner_only
 
