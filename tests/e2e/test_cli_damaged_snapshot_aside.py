@@ -16,26 +16,12 @@ from typing import Any
 import pytest
 
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
-from tests.helpers.maka_run import committed_runs, maka
+from tests.helpers.maka_run import committed_runs, maka, run_auto, snapshot_facts
 from tests.helpers.user_git import user_git
 from tests.unit.test_checkpoint_verify import swap_blob
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
 PLANTED = b"planted by someone else, not what the folder holds\n"
-
-
-def _run(data: Path, work: Path, text: str) -> None:
-    result = maka(["run", "--cwd", str(work), "--permission-mode", "auto", text], data)
-    assert result.returncode == 0, result.stderr
-
-
-def _snapshots(data: Path) -> list[dict[str, Any]]:
-    return [
-        dict(event["actions"]["workspaceCheckpoint"])
-        for _, events in committed_runs(data)
-        for event in events
-        if "workspaceCheckpoint" in event.get("actions", {})
-    ]
 
 
 def _doctor(data: Path, *extra: str) -> tuple[int, dict[str, Any]]:
@@ -49,12 +35,12 @@ def _damaged_store(tmp_path: Path) -> tuple[Path, Path, dict[str, Any], Path, st
     data, work = tmp_path / "data", tmp_path / "work"
     work.mkdir()
     (work / "a.txt").write_text("the real content\n")
-    _run(data, work, "write one.md saying 1")
-    [first, *_] = _snapshots(data)
+    run_auto(data, work, "write one.md saying 1")
+    [first, *_] = snapshot_facts(data)
     git_dir = GitCheckpointStore(data).git_dir(first["workspaceIdentity"])
     blob = user_git(git_dir, "rev-parse", f"{first['treeId']}:a.txt").strip()
     swap_blob(git_dir, blob, PLANTED)
-    _run(data, work, "write two.md saying 2")
+    run_auto(data, work, "write two.md saying 2")
     return data, work, first, git_dir, blob
 
 
@@ -63,13 +49,13 @@ def test_after_the_doctor_the_next_run_writes_the_damaged_blob_again(tmp_path: P
     code, report = _doctor(data, "--verify-snapshots")
     assert code == 1
     damaged = [p for p in report["problems"] if p["code"] == "workspace_checkpoint_damaged"]
-    assert len(damaged) == len(_snapshots(data)) >= 4, report["problems"]
+    assert len(damaged) == len(snapshot_facts(data)) >= 4, report["problems"]
 
-    _run(data, work, "write three.md saying 3")
+    run_auto(data, work, "write three.md saying 3")
     code, report = _doctor(data, "--verify-snapshots")
     assert code == 0, report["problems"]
     assert report["workspaceCheckpoints"]["damaged"] == 0
-    assert report["workspaceCheckpoints"]["verified"] == len(_snapshots(data))
+    assert report["workspaceCheckpoints"]["verified"] == len(snapshot_facts(data))
     # The first snapshot restores, with the folder's bytes.
     copy = tmp_path / "copy"
     GitCheckpointStore(data).materialize(first["workspaceIdentity"], first["treeId"], copy, "s")
@@ -101,7 +87,7 @@ def test_the_doctor_says_what_it_moved_aside_and_where(tmp_path: Path) -> None:
     assert f"moved aside (to {aside.parent})" in said, said
     code, report = _doctor(data)
     assert code == 1 and report["workspaceCheckpoints"]["missing"] == []
-    assert len(report["workspaceCheckpoints"]["damagedAside"]) == len(_snapshots(data))
+    assert len(report["workspaceCheckpoints"]["damagedAside"]) == len(snapshot_facts(data))
 
 
 def test_the_doctor_says_in_words_what_it_moved_aside(tmp_path: Path) -> None:
@@ -128,7 +114,7 @@ def test_a_plan_says_the_stop_s_snapshot_was_moved_aside_not_lost(tmp_path: Path
     )
     assert killed.returncode == -9, killed.stderr
     [header, _] = committed_runs(data)[0]
-    snapshot = _snapshots(data)[-1]
+    snapshot = snapshot_facts(data)[-1]
     git_dir = GitCheckpointStore(data).git_dir(snapshot["workspaceIdentity"])
     blob = user_git(git_dir, "rev-parse", f"{snapshot['treeId']}:a.txt").strip()
     swap_blob(git_dir, blob, PLANTED)
@@ -193,7 +179,7 @@ def test_a_stale_park_says_its_last_snapshot_was_found_damaged(tmp_path: Path) -
     crashed = crashed_run(tmp_path, "P6", files={"n.txt": "one\n"})
     data, work, session = crashed.data, crashed.work, crashed.session_id
     env = {**crashed.env, **FLAG}
-    [checkpoint] = _snapshots(data)[-1:]
+    [checkpoint] = snapshot_facts(data)[-1:]
     git_dir = GitCheckpointStore(data).git_dir(checkpoint["workspaceIdentity"])
     blob = user_git(
         Path("/"), "--git-dir", str(git_dir), "rev-parse", f"{checkpoint['treeId']}:n.txt"

@@ -17,24 +17,10 @@ import pytest
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from storage.checkpoints.checkpoint_store import GitCheckpointStore
-from tests.helpers.maka_run import committed_runs, maka
+from tests.helpers.maka_run import committed_runs, maka, run_auto, snapshot_facts
 from tests.helpers.user_git import user_git
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("git") is None, reason="git")]
-
-
-def _run(data: Path, work: Path, text: str) -> None:
-    result = maka(["run", "--cwd", str(work), "--permission-mode", "auto", text], data)
-    assert result.returncode == 0, result.stderr
-
-
-def _snapshots(data: Path) -> list[dict[str, Any]]:
-    return [
-        dict(event["actions"]["workspaceCheckpoint"])
-        for _, events in committed_runs(data)
-        for event in events
-        if "workspaceCheckpoint" in event.get("actions", {})
-    ]
 
 
 def damage_stored_object(git_dir: Path, object_id: str) -> None:
@@ -76,8 +62,8 @@ def _two_snapshots(tmp_path: Path) -> tuple[Path, list[dict[str, Any]], Path]:
     data, work = tmp_path / "data", tmp_path / "work"
     (work / "lib").mkdir(parents=True)
     (work / "lib" / "a.txt").write_text("the real content\n")
-    _run(data, work, "write one.md saying 1")
-    snapshots = _snapshots(data)
+    run_auto(data, work, "write one.md saying 1")
+    snapshots = snapshot_facts(data)
     assert len(snapshots) >= 2
     git_dir = GitCheckpointStore(data).git_dir(snapshots[-1]["workspaceIdentity"])
     return data, snapshots, git_dir
@@ -122,7 +108,7 @@ def test_a_snapshot_whose_folder_cannot_be_read_is_damaged_and_the_others_presen
     # A loose file: as doctor said, the check moved it aside, and the next capture of the
     # folder (which still holds those files) writes it again: the snapshot is whole again.
     assert "--verify-snapshots moves the damaged object aside" in problems[0]["message"]
-    _run(data, tmp_path / "work", "read one.md")
+    run_auto(data, tmp_path / "work", "read one.md")
     after = maka(["doctor", "--json"], data)
     assert after.returncode == 0, after.stdout
 

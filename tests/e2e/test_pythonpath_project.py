@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from maka_start import own_packages_first
-from tests.helpers.maka_process import maka_executable
+from tests.helpers.maka_run import maka
 
 pytestmark = pytest.mark.e2e
 
@@ -31,46 +31,19 @@ def _project(tmp_path: Path) -> Path:
 
 def test_maka_runs_with_pythonpath_naming_a_project_with_an_app_module(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    work = tmp_path / "work"
+    work, data = tmp_path / "work", tmp_path / "data"
     work.mkdir()
-    env = dict(os.environ)
-    env.pop("MAKA_FAILPOINT", None)
-    env.update(
-        {
-            "PYTHONPATH": str(project),
-            "MAKA_DATA_DIR": str(tmp_path / "data"),
-            "MAKA_PROVIDER": "demo",
-        }
-    )
-    result = subprocess.run(
-        [
-            *maka_executable(),
-            "run",
-            "--cwd",
-            str(work),
-            "--permission-mode",
-            "auto",
-            "write hello.txt saying hi",
-        ],
-        check=False,
-        cwd=project,
+    env = {"PYTHONPATH": str(project)}
+    result = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write hello.txt saying hi"],
+        data,
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+        cwd=project,
     )
     assert result.returncode == 0, result.stderr
     assert "is not a package" not in result.stderr
     assert (work / "hello.txt").exists(), result.stdout
-    listed = subprocess.run(
-        [*maka_executable(), "sessions"],
-        check=False,
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    listed = maka(["sessions"], data, env=env, cwd=project)
     assert listed.returncode == 0, listed.stderr
     assert str(work) in listed.stdout
 

@@ -110,3 +110,21 @@ def shape(event: RuntimeEvent) -> str:
         refs = event.get("refs") or {}
         return "response" if "operationId" in refs else "unbound_response"
     return str(content["kind"])
+
+
+def run_auto(data_dir: Path, work: Path, text: str) -> RunResult:
+    """``maka run --permission-mode auto TEXT`` in ``work`` (the offline demo), which must
+    succeed."""
+    result = maka(["run", "--cwd", str(work), "--permission-mode", "auto", text], data_dir)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def snapshot_facts(data_dir: Path) -> list[dict[str, Any]]:
+    """Every ``workspaceCheckpoint`` fact of the data folder's committed runs, oldest first."""
+    return [
+        dict(event["actions"]["workspaceCheckpoint"])
+        for _, events in committed_runs(data_dir)
+        for event in events
+        if "workspaceCheckpoint" in event.get("actions", {})
+    ]
