@@ -47,6 +47,15 @@ class _Terminal:
             os.execve(args[0], args, env)
         self.seen = b""
 
+    @classmethod
+    def maka(cls, data: Path, script: dict[str, str], *args: str) -> _Terminal:
+        """The real ``maka ARGS`` on a pseudo-terminal, with the data folder and script given."""
+        env = dict(os.environ)
+        env.pop("MAKA_FAILPOINT", None)
+        env.update(script)
+        env["MAKA_DATA_DIR"] = str(data)
+        return cls([*maka_executable(), *args], env)
+
     def wait_for(self, text: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while text.encode() not in self.seen:
@@ -74,12 +83,16 @@ def test_a_y_typed_while_a_command_runs_does_not_answer_the_next_question(
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    env = dict(os.environ)
-    env.pop("MAKA_FAILPOINT", None)
-    env.update(scripted_env(write_script(tmp_path / "script.json", [STEPS])))
-    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
-    command = [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "ask", "go"]
-    terminal = _Terminal(command, env)
+    terminal = _Terminal.maka(
+        tmp_path / "data",
+        scripted_env(write_script(tmp_path / "script.json", [STEPS])),
+        "run",
+        "--cwd",
+        str(work),
+        "--permission-mode",
+        "ask",
+        "go",
+    )
     try:
         terminal.wait_for("Allow? [y/N]")
         terminal.type("y\n")  # the bash question: allowed
@@ -113,12 +126,9 @@ def test_through_a_host_the_answer_is_typed_on_the_questions_line_and_not_ahead(
     data = tmp_path / "data"
     script = scripted_env(write_script(tmp_path / "script.json", [STEPS]))
     host = start_main(data, script, "host").wait_ready()
-    env = dict(os.environ)
-    env.pop("MAKA_FAILPOINT", None)
-    env.update(script)
-    env["MAKA_DATA_DIR"] = str(data)
-    command = [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "ask", "go"]
-    terminal = _Terminal(command, env)
+    terminal = _Terminal.maka(
+        data, script, "run", "--cwd", str(work), "--permission-mode", "ask", "go"
+    )
     try:
         terminal.wait_for("Allow? [y/N]")
         terminal.type("y\n")
@@ -152,12 +162,15 @@ def test_a_message_typed_during_a_turn_is_shown_at_the_prompt_that_takes_it(
         [{"toolCalls": [nap]}, {"text": "slept"}],
         [{"text": "second answer"}],
     ]
-    env = dict(os.environ)
-    env.pop("MAKA_FAILPOINT", None)
-    env.update(scripted_env(write_script(tmp_path / "script.json", turns)))
-    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
-    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "auto"]
-    terminal = _Terminal(command, env)
+    terminal = _Terminal.maka(
+        tmp_path / "data",
+        scripted_env(write_script(tmp_path / "script.json", turns)),
+        "tui",
+        "--cwd",
+        str(work),
+        "--permission-mode",
+        "auto",
+    )
     try:
         terminal.wait_for("you> ")
         terminal.type("nap\n")
@@ -178,12 +191,15 @@ def test_a_message_typed_before_a_question_is_kept_for_after_it(tmp_path: Path) 
     work = tmp_path / "work"
     work.mkdir()
     turns: list[list[dict[str, Any]]] = [STEPS, [{"text": "second answer"}]]
-    env = dict(os.environ)
-    env.pop("MAKA_FAILPOINT", None)
-    env.update(scripted_env(write_script(tmp_path / "script.json", turns)))
-    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
-    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "ask"]
-    terminal = _Terminal(command, env)
+    terminal = _Terminal.maka(
+        tmp_path / "data",
+        scripted_env(write_script(tmp_path / "script.json", turns)),
+        "tui",
+        "--cwd",
+        str(work),
+        "--permission-mode",
+        "ask",
+    )
     try:
         terminal.wait_for("you> ")
         terminal.type("go\n")
@@ -207,12 +223,16 @@ def test_an_answer_typed_before_the_first_question_is_said_to_be_set_aside(
     work = tmp_path / "work"
     work.mkdir()
     slow: list[dict[str, Any]] = [{"delayMs": 2500, **STEPS[1]}, {"text": "done"}]
-    env = dict(os.environ)
-    env.pop("MAKA_FAILPOINT", None)
-    env.update(scripted_env(write_script(tmp_path / "script.json", [slow])))
-    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
-    command = [*maka_executable(), "run", "--cwd", str(work), "--permission-mode", "ask", "go"]
-    terminal = _Terminal(command, env)
+    terminal = _Terminal.maka(
+        tmp_path / "data",
+        scripted_env(write_script(tmp_path / "script.json", [slow])),
+        "run",
+        "--cwd",
+        str(work),
+        "--permission-mode",
+        "ask",
+        "go",
+    )
     try:
         terminal.wait_for("permission mode ask")
         time.sleep(0.8)
@@ -245,12 +265,7 @@ def test_through_a_host_a_message_typed_during_a_turn_is_shown_at_the_prompt_tha
     ]
     script = scripted_env(write_script(tmp_path / "script.json", turns))
     host = start_main(data, script, "host").wait_ready()
-    env = dict(os.environ)
-    env.pop("MAKA_FAILPOINT", None)
-    env.update(script)
-    env["MAKA_DATA_DIR"] = str(data)
-    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "auto"]
-    terminal = _Terminal(command, env)
+    terminal = _Terminal.maka(data, script, "tui", "--cwd", str(work), "--permission-mode", "auto")
     try:
         terminal.wait_for("served by the running Maka")
         terminal.wait_for("you> ")
@@ -277,12 +292,15 @@ def test_ctrl_d_at_a_question_denies_it_and_the_chat_goes_on(tmp_path: Path) -> 
         [{"toolCalls": [write]}, {"text": "asked"}],
         [{"text": "still here"}],
     ]
-    env = dict(os.environ)
-    env.pop("MAKA_FAILPOINT", None)
-    env.update(scripted_env(write_script(tmp_path / "script.json", turns)))
-    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
-    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "ask"]
-    terminal = _Terminal(command, env)
+    terminal = _Terminal.maka(
+        tmp_path / "data",
+        scripted_env(write_script(tmp_path / "script.json", turns)),
+        "tui",
+        "--cwd",
+        str(work),
+        "--permission-mode",
+        "ask",
+    )
     try:
         terminal.wait_for("you> ")
         terminal.type("write it\n")
@@ -318,12 +336,15 @@ def test_a_y_typed_while_a_command_runs_with_no_question_is_not_sent(tmp_path: P
         [{"toolCalls": [nap]}, {"text": "slept"}],
         [{"text": "second answer"}],
     ]
-    env = dict(os.environ)
-    env.pop("MAKA_FAILPOINT", None)
-    env.update(scripted_env(write_script(tmp_path / "script.json", turns)))
-    env["MAKA_DATA_DIR"] = str(tmp_path / "data")
-    command = [*maka_executable(), "tui", "--cwd", str(work), "--permission-mode", "auto"]
-    terminal = _Terminal(command, env)
+    terminal = _Terminal.maka(
+        tmp_path / "data",
+        scripted_env(write_script(tmp_path / "script.json", turns)),
+        "tui",
+        "--cwd",
+        str(work),
+        "--permission-mode",
+        "auto",
+    )
     try:
         terminal.wait_for("you> ")
         terminal.type("nap\n")
