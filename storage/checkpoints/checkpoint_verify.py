@@ -24,19 +24,26 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 from runtime.ledger.checkpoint_ports import CheckpointError
 from runtime.ledger.codes import CheckpointFailureCode
 from storage.checkpoints.checkpoint_empty_dirs import shown_path
 from storage.checkpoints.checkpoint_git import GitRunner
-from storage.checkpoints.checkpoint_objects import DAMAGED_DIR, moved_aside, set_aside
+from storage.checkpoints.checkpoint_objects import (
+    DAMAGED_DIR,
+    loose_path,
+    moved_aside,
+    set_aside,
+)
 from storage.checkpoints.checkpoint_presence import batch_trees, corrupt_object, tree_entries
 
 _log = logging.getLogger(f"maka.{__name__}")  # the host logs "maka" to its log file
+
+_T = TypeVar("_T")
 
 _PIECE = 1 << 20  # read and hashed a megabyte at a time
 
@@ -137,19 +144,32 @@ def _readable_trees(runner: GitRunner, git_dir: Path, trees: list[str]) -> dict[
     """The bodies of those of ``trees`` Git can read (one ``cat-file --batch``); one it
     cannot read (damaged stored bytes) is left out, as one that is gone is, and so is what
     lies under it: the check then finds it damaged."""
-    left = list(dict.fromkeys(trees))
-    while left:
+
+    def read(left: list[str]) -> dict[str, bytes]:
         query = "".join(f"{object_id}\n" for object_id in left).encode()
+        return dict(batch_trees(runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query)))
+
+    return _past_unreadable(trees, read)[0] or {}
+
+
+def _past_unreadable(
+    object_ids: Iterable[str], read: Callable[[list[str]], _T]
+) -> tuple[_T | None, list[str]]:
+    """``read(object_ids)``, read again without each object Git stops at because its stored
+    bytes cannot be read (a damaged pack entry or loose file); with those objects. None when
+    every one of them stopped it."""
+    left = list(dict.fromkeys(object_ids))
+    skipped: list[str] = []
+    while left:
         try:
-            return dict(
-                batch_trees(runner.run(["cat-file", "--batch"], git_dir=git_dir, stdin=query))
-            )
+            return read(left), skipped
         except CheckpointError as error:
             unreadable = corrupt_object(error)
             if unreadable is None or unreadable not in left:
                 raise
             left.remove(unreadable)
-    return {}
+            skipped.append(unreadable)
+    return None, skipped
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +286,7 @@ def missing_moved_aside(
 
 
 def _loose(git_dir: Path, object_id: str) -> bool:
-    return (git_dir / "objects" / object_id[:2] / object_id[2:]).is_file()
+    return os.path.isfile(loose_path(os.fsencode(git_dir / "objects"), object_id))
 
 
 def _missing(runner: GitRunner, git_dir: Path, object_id: str) -> bool:
@@ -281,19 +301,10 @@ def _bad_objects(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> dic
     that are gone (True). Read as Git prints them and hashed piece by piece: a snapshot of
     gigabytes is checked in a few megabytes of memory. Git stops at an object it cannot read
     (a damaged pack entry): that one is damaged, and the rest are read again without it."""
-    bad: dict[str, bool] = {}
-    left = list(object_ids)
-    while left:
-        try:
-            bad.update(_hashed_again(runner, git_dir, left))
-            return bad
-        except CheckpointError as error:
-            unreadable = corrupt_object(error)
-            if unreadable is None or unreadable not in left:
-                raise
-            bad[unreadable] = False
-            left = [object_id for object_id in left if object_id != unreadable]
-    return bad
+    bad, unreadable = _past_unreadable(
+        object_ids, lambda left: _hashed_again(runner, git_dir, left)
+    )
+    return {**(bad or {}), **dict.fromkeys(unreadable, False)}
 
 
 def _hashed_again(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> dict[str, bool]:
