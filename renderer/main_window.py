@@ -644,6 +644,7 @@ class MainWindow(QMainWindow):
 
     def _on_session_removed(self, push: SessionRemovedPush) -> None:
         self._running.discard(push.session_id)
+        self._quiet_since.pop(push.session_id, None)
         self._drafts.pop(push.session_id, None)
         self.permission.drop_session_requests(push.session_id)
         if push.session_id == self._session_id:
