@@ -34,6 +34,8 @@ from runtime.ledger.codes import CheckpointFailureCode
 
 MIN_GIT_VERSION = (2, 25)
 GIT_TIMEOUT_S = 120.0
+_FAILING_EXIT_S = 0.5
+"""How long a streamed command whose output a reader found cut short may take to exit."""
 _T = TypeVar("_T")
 
 _ISOLATING_CONFIG: tuple[tuple[str, str], ...] = (
@@ -222,6 +224,12 @@ class GitRunner:
                         pass  # what was left unread: the command ends, the input is written
                 except BaseException as error:
                     failure = error
+                    if isinstance(error, Exception) and process.poll() is None:
+                        # What was read ended early most often because Git stopped with an
+                        # error (an object it cannot read): a moment for it to exit, so that
+                        # its own error is told, not the reader's "ended inside".
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            process.wait(timeout=_FAILING_EXIT_S)
                     if process.poll() is None:
                         stopped = True
                         _stop(process)
