@@ -144,7 +144,6 @@ def owned_session_host(
                 shells=shells,
                 settings=settings,
             )
-            _absorb_what_a_killed_command_left(service.checkpoints)
             yield CliHost(
                 service,
                 factory().label,
@@ -226,16 +225,6 @@ def _retain_when_due(store: object, carrier: object) -> None:
         start_the_clock()
     if result is not None and result.errors:
         print("maka: workspace checkpoint retention: " + "; ".join(result.errors), file=sys.stderr)
-
-
-def _absorb_what_a_killed_command_left(carrier: object) -> None:
-    """A store left borrowing from its folder's Git repository by a command killed soon after
-    a first capture: copied in now, in the background (waited for at the exit, as after a
-    capture), before a ``git gc`` there can make its snapshots read missing."""
-    from storage.checkpoints.checkpoint_store import GitCheckpointStore
-
-    if isinstance(carrier, GitCheckpointStore):
-        carrier.absorb_all_later()
 
 
 # How long a command waits at its exit for a snapshot store to finish copying in what it

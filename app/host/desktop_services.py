@@ -328,10 +328,6 @@ class DesktopServices:
             settings=self._run_settings,
             clock=self._clock,
         )
-        # A store a killed process left borrowing from its folder's Git repository: copied
-        # in now, in the background, before a ``git gc`` there can make snapshots missing.
-        if isinstance(self._sessions.checkpoints, GitCheckpointStore):
-            self._sessions.checkpoints.absorb_all_later()
         interrupted = self._interrupted(report)
         quarantined = tuple(dict.fromkeys(q.session_id for q in report.quarantined))
         # The sessions automatic resume takes up now say their own outcome; every other one
