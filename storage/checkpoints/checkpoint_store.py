@@ -157,7 +157,7 @@ from storage.checkpoints.checkpoint_verify import (
     TreeCheck,
     check_trees,
     damage_told,
-    missing_moved_aside,
+    known_damaged_objects,
     set_damaged_aside,
 )
 from storage.private_files import ensure_private_dir, private_opener
@@ -1383,14 +1383,15 @@ class GitCheckpointStore:
     def damaged_aside(
         self, workspace_identity: str, trees: list[str]
     ) -> dict[str, list[DamagedObject]]:
-        """For snapshots that are not whole: the objects under each that are gone because a
-        check moved them aside as damaged (``checkpoint_verify.missing_moved_aside``), each
-        with where it went; nothing is looked up in a store that never moved one aside.
-        Raises ``CheckpointError`` when Git cannot read the trees."""
+        """For snapshots that are not whole: the objects under each that make it damaged
+        rather than lost (``checkpoint_verify.known_damaged_objects``): those a check moved
+        aside as damaged, each with where it went (looked for only in a store that ever moved
+        one aside), and those whose stored bytes Git cannot read. Raises ``CheckpointError``
+        when Git cannot read the trees."""
         git_dir = self.git_dir(workspace_identity)
         if not (git_dir / "HEAD").is_file() or not trees:
             return {}
-        return missing_moved_aside(self._git_runner(), git_dir, trees)
+        return known_damaged_objects(self._git_runner(), git_dir, trees)
 
     def _check_snapshots(self, workspace_identity: str, trees: list[str]) -> dict[str, TreeCheck]:
         """Every object under each tree re-hashed (``check_trees``: the check every surface

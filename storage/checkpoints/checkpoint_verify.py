@@ -248,7 +248,7 @@ def damage_told(damaged: Iterable[DamagedObject]) -> str:
     return told
 
 
-def missing_moved_aside(
+def known_damaged_objects(
     runner: GitRunner, git_dir: Path, trees: Iterable[str]
 ) -> dict[str, list[DamagedObject]]:
     """For each tree (of a snapshot that is not whole), the objects under it that make it
