@@ -162,7 +162,7 @@ PARK_REASONS: dict[str, CodeRecord] = _records(
         ),
         "workspace_checkpoint_missing": (
             _E,
-            "The snapshot of the folder taken at the stop is gone.",
+            "The snapshot of the folder taken at the stop is gone or damaged.",
             "Check your files, then send a new message to carry on; the snapshot cannot be "
             "compared.",
             ("checkpointRef", "commitId"),

@@ -475,9 +475,10 @@ def uncompared_damage(
 
 
 def _damaged_aside(carrier: CheckpointCarrier, workspace: str, tree_id: str) -> str | None:
-    """When a check found the snapshot's objects damaged and moved them aside (kept), that in
-    words: the snapshot is not lost; a capture writes them again only from a folder that still
-    holds those bytes. None when none was moved aside, or it cannot be told."""
+    """When the snapshot is damaged rather than lost, that in words: a check found objects of
+    it damaged and moved them aside (kept; a capture writes them again only from a folder that
+    still holds those bytes), or Git cannot read the stored bytes of some (a damaged file or
+    pack entry of the store). None when neither, or it cannot be told."""
     find = getattr(carrier, "damaged_aside", None)
     if find is None:
         return None
@@ -487,9 +488,19 @@ def _damaged_aside(carrier: CheckpointCarrier, workspace: str, tree_id: str) -> 
         return None
     if not found:
         return None
-    folder = os.path.dirname(str(found[0].moved_to))
-    return (
-        f"a check found it damaged and moved {len(found)} of its objects aside, kept, to "
-        f"{folder} ({maka_command('doctor --verify-snapshots')} lists them); a capture writes "
-        "them again only from a folder that still holds those bytes"
-    )
+    moved = [item for item in found if item.moved_to]
+    told = []
+    if moved:
+        folder = os.path.dirname(str(moved[0].moved_to))
+        told.append(
+            f"a check found it damaged and moved {len(moved)} of its objects aside, kept, to "
+            f"{folder} ({maka_command('doctor --verify-snapshots')} lists them); a capture "
+            "writes them again only from a folder that still holds those bytes"
+        )
+    unreadable = len(found) - len(moved)
+    if unreadable:
+        told.append(
+            f"damaged, not lost: Git cannot read the stored bytes of {unreadable} of its "
+            f"objects, which {maka_command('doctor')} names"
+        )
+    return "; ".join(told)

@@ -232,7 +232,11 @@ def workspace_gate(  # noqa: C901
             GateFinding(
                 reason,
                 reason.value,
-                "the snapshot recorded at the stop is gone from the checkpoint store"
+                (
+                    "the snapshot recorded at the stop is not whole in the checkpoint store"
+                    if evidence is not None and evidence.damaged_note
+                    else "the snapshot recorded at the stop is gone from the checkpoint store"
+                )
                 + _why_gone(evidence),
                 {
                     "checkpointRef": ref,

@@ -36,6 +36,9 @@ from pathlib import Path
 IDENTITY = "Maka <checkpoints@maka.invalid>"
 DAMAGED_DIR = "maka-damaged"
 """Where a private repository keeps the loose objects found damaged, each under its id."""
+STANDS_FOR = "maka-stands-for"
+"""In a look's stand-in for a private repository: the path of the repository it reads (its
+objects are the stand-in's alternate), so a loose object of that repository is told as its own."""
 _COMPONENT = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}$")
 _OBJECT_MODE = 0o400  # as Git leaves its objects under the store's umask (0077)
 _DIR_MODE = 0o700
@@ -92,6 +95,18 @@ def write_object(git_dir: Path, kind: str, body: bytes) -> str | None:
 def loose_path(objects: bytes, object_id: str) -> bytes:
     """Where the object ``object_id`` lies loose in the object folder ``objects``."""
     return os.path.join(objects, object_id[:2].encode(), object_id[2:].encode())
+
+
+def own_loose(git_dir: Path, object_id: str) -> bool:
+    """Whether ``object_id`` lies loose in the private repository ``git_dir`` itself (so a
+    check can move it aside), or, for a look's stand-in (``STANDS_FOR``), in the repository
+    it stands for; never one read from a store it borrows (the user's ``.git``)."""
+    folders = [git_dir]
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        folders.append(Path((git_dir / STANDS_FOR).read_text("utf-8").strip()))
+    return any(
+        os.path.isfile(loose_path(os.fsencode(folder / "objects"), object_id)) for folder in folders
+    )
 
 
 def loose_intact(path: bytes | str, object_id: str) -> bool | None:

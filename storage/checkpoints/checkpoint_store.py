@@ -108,6 +108,7 @@ from storage.checkpoints.checkpoint_index import (
 )
 from storage.checkpoints.checkpoint_objects import (
     DAMAGED_DIR,
+    STANDS_FOR,
     blob_id,
     plain_repository,
     set_ref,
@@ -2016,6 +2017,7 @@ class _Overlay:
                     (info / "alternates").write_text(
                         os.path.realpath(real / "objects") + "\n", encoding="utf-8"
                     )
+                    (made / STANDS_FOR).write_text(str(real) + "\n", encoding="utf-8")
                     if (real / DAMAGED_DIR).is_dir():
                         # (what a check moved aside is told as such: damaged, not lost)
                         os.symlink(os.path.realpath(real / DAMAGED_DIR), made / DAMAGED_DIR)

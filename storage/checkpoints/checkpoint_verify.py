@@ -35,8 +35,8 @@ from storage.checkpoints.checkpoint_empty_dirs import shown_path
 from storage.checkpoints.checkpoint_git import GitRunner
 from storage.checkpoints.checkpoint_objects import (
     DAMAGED_DIR,
-    loose_path,
     moved_aside,
+    own_loose,
     set_aside,
 )
 from storage.checkpoints.checkpoint_presence import batch_trees, corrupt_object, tree_entries
@@ -271,22 +271,18 @@ def known_damaged_objects(
                 earlier = moved_aside(git_dir, object_id) if moved_before else None
                 if earlier is not None:
                     listed.append(DamagedObject(object_id, path, False, str(earlier)))
-                elif _loose(git_dir, object_id):  # there, but Git cannot read its header
+                elif own_loose(git_dir, object_id):  # there, but Git cannot read its header
                     listed.append(DamagedObject(object_id, path, False))
             elif line.split(" ")[1:2] == ["tree"]:
                 folders.append((object_id, path))
         bad = _bad_objects(runner, git_dir, [object_id for object_id, _ in folders])
         listed.extend(
-            DamagedObject(object_id, path, False, packed=not _loose(git_dir, object_id))
+            DamagedObject(object_id, path, False, packed=not own_loose(git_dir, object_id))
             for object_id, path in folders
             if bad.get(object_id) is False
         )
         found[tree] = listed
     return found
-
-
-def _loose(git_dir: Path, object_id: str) -> bool:
-    return os.path.isfile(loose_path(os.fsencode(git_dir / "objects"), object_id))
 
 
 def _missing(runner: GitRunner, git_dir: Path, object_id: str) -> bool:
@@ -319,7 +315,7 @@ def _hashed_again(runner: GitRunner, git_dir: Path, object_ids: list[str]) -> di
             header = out.readline().decode("utf-8", "replace").split(" ")
             if len(header) == 2 and header[1] == "missing\n":
                 # (gone, unless its loose file is there and Git cannot read even its header)
-                bad[object_id] = not _loose(git_dir, object_id)
+                bad[object_id] = not own_loose(git_dir, object_id)
                 continue
             if len(header) != 3 or not header[2].endswith("\n"):
                 raise CheckpointError(

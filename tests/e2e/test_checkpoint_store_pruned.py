@@ -83,7 +83,7 @@ def test_a_pruned_store_parks_on_the_missing_snapshot_and_offers_the_current_fil
         assert parked["rejectionReasons"] == ["workspace_checkpoint_missing"], parked
         assert parked["workspaceOptions"] == ["rebaseline"]  # no snapshot left to copy
     text = maka(["plan", drill.session], drill.data, env=drill.env).stdout
-    assert "The snapshot of the folder taken at the stop is gone." in text
+    assert "The snapshot of the folder taken at the stop is gone or damaged." in text
     assert f"maka resume {drill.session} --rebaseline" in text
     assert "could not be inspected" not in text
 

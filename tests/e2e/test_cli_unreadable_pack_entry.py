@@ -132,3 +132,43 @@ def test_a_file_whose_stored_bytes_cannot_be_read_is_found_by_the_re_hash(
     with pytest.raises(CheckpointError):
         carrier.materialize(snapshots[0]["workspaceIdentity"], snapshots[0]["treeId"], copy, "s")
     assert not (copy / "lib" / "a.txt").exists()
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["loose", "packed"])
+def test_a_plan_says_the_stop_s_snapshot_is_damaged_when_git_cannot_read_it(
+    tmp_path: Path, packed: bool
+) -> None:
+    """``maka plan`` looks at the store through a stand-in that borrows its objects: it did
+    not see that the unreadable object lies in the store itself, and parked saying the
+    snapshot taken at the stop "is gone from the checkpoint store", where ``maka doctor`` and
+    ``maka checkpoints`` said damaged."""
+    data, work = tmp_path / "data", tmp_path / "work"
+    (work / "lib").mkdir(parents=True)
+    (work / "lib" / "a.txt").write_text("the real content\n")
+    killed = maka(
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "write one.md saying 1"],
+        data,
+        env={"MAKA_FAILPOINT": "P4"},
+    )
+    assert killed.returncode == -9, killed.stderr
+    [header, _] = committed_runs(data)[0]
+    snapshot = snapshot_facts(data)[-1]
+    git_dir = GitCheckpointStore(data).git_dir(snapshot["workspaceIdentity"])
+    if packed:
+        user_git(git_dir, "repack", "-a", "-d", "-q")
+    damage_stored_object(git_dir, snapshot["treeId"])
+    (work / "lib" / "a.txt").write_text("edited by the user since\n")
+
+    plan = maka(
+        ["plan", header.session_id, "--json"], data, env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+    )
+    said = json.dumps(json.loads(plan.stdout))
+    assert "workspace_checkpoint_missing" in said, said
+    assert "is not whole in the checkpoint store" in said, said
+    assert "Git cannot read the stored bytes of 1 of its objects" in said, said
+    assert "gone from the checkpoint store" not in said, said
+    assert "moved" not in said, said
+    text = maka(
+        ["plan", header.session_id], data, env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
+    ).stdout
+    assert "taken at the stop is gone or damaged." in text, text
