@@ -2148,7 +2148,7 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
             # The user's own ignore rules, as in the folder (the clone's template has none).
             (target / ".git" / "info").mkdir(exist_ok=True)
             shutil.copyfile(user.common / "info" / "exclude", target / ".git" / "info" / "exclude")
-        _add_tracked_ignored(runner, target)
+        _add_tracked_ignored(runner, source, target)
         if user is None:
             return
         mirror_remotes(runner, user.common / "config", source, target)
@@ -2252,19 +2252,58 @@ def _in_the_way(target: Path) -> str | None:
     return None
 
 
-def _add_tracked_ignored(runner: GitRunner, target: Path) -> None:
-    """Add to the clone's index the snapshot's files its rules ignore that HEAD lacks. A
-    snapshot holds an ignored file only when the user's Git tracked it (``checkpoint_tracked``):
-    one added with ``git add -f`` and not committed yet. Left out of the clone's index, it was
-    invisible there, and the copy's own snapshot dropped it (a branch's check then refused the
-    copy); added, ``git status`` in the copy shows it added, as the folder did. Only the
-    snapshot's files are in the copy at this point (its marker comes later)."""
+def _add_tracked_ignored(runner: GitRunner, source: Path, target: Path) -> None:
+    """The snapshot's files the clone's rules ignore that HEAD lacks, shown in the copy as the
+    folder showed them. A snapshot holds an ignored file when the user's Git tracked it
+    (``checkpoint_tracked``): one added with ``git add -f`` and not committed yet, added to the
+    clone's index (``git status`` there shows it added, as the folder did). A file the rules
+    came to ignore after the snapshot (a line added to ``.git/info/exclude``, which the copy
+    takes as it is now), which the user never added, is not staged: the copy's own exclude
+    file names it again (``_unignore``), so it shows untracked there, as it did in the folder.
+    Left ignored, it was invisible in the copy and the copy's own snapshot dropped it (a
+    branch's check then refused the copy). One that no rule can name again (under an ignored
+    folder) is added, as when the user's index cannot be read. Only the snapshot's files are
+    in the copy at this point (its marker comes later)."""
+    from storage.checkpoints.checkpoint_tracked import tracked
+
+    found = _ignored_others(runner, target)
+    held, signature = tracked(source, found)
+    if signature:
+        _unignore(target, [raw for raw in found if raw not in held])
+        still = set(_ignored_others(runner, target))
+        found = [raw for raw in found if raw in still]
+    names = [os.fsdecode(raw) for raw in found]
+    for start in range(0, len(names), 200):
+        runner.run_outside(["update-index", "--add", "--", *names[start : start + 200]], cwd=target)
+
+
+def _ignored_others(runner: GitRunner, target: Path) -> list[bytes]:
     listed = runner.run_outside(
         ["ls-files", "-z", "--others", "--ignored", "--exclude-standard"], cwd=target
     )
-    names = [os.fsdecode(raw) for raw in listed.split(b"\0") if raw]
-    for start in range(0, len(names), 200):
-        runner.run_outside(["update-index", "--add", "--", *names[start : start + 200]], cwd=target)
+    return [raw for raw in listed.split(b"\0") if raw]
+
+
+_PATTERN_SPECIAL = re.compile(rb"([\\*?\[\]!# ])")
+
+
+def _unignore(target: Path, names: list[bytes]) -> None:
+    """Append to the clone's ``info/exclude`` a rule naming each of ``names`` again (``!/name``,
+    its special characters escaped); a name holding a line break cannot be named and is left."""
+    rules = [
+        b"!/" + _PATTERN_SPECIAL.sub(rb"\\\1", raw)
+        for raw in names
+        if b"\n" not in raw and b"\r" not in raw
+    ]
+    if not rules:
+        return
+    exclude = target / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(exist_ok=True)
+    with open(exclude, "ab") as handle:
+        handle.write(
+            b"\n# Maka: files the snapshot held, untracked, that these rules came to ignore "
+            b"after it\n" + b"\n".join(rules) + b"\n"
+        )
 
 
 def _as_text(name: str) -> str:

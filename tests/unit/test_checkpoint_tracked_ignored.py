@@ -288,3 +288,59 @@ def test_every_look_at_the_folder_sees_a_file_force_added_since_the_last_capture
     looks = [store.observe(folder, WS).tree_id for _ in range(3)]
     assert "build/junk.o" not in _names(store, looks[0])
     assert looks == [looks[0]] * 3, "each look the same"
+
+
+@pytest.mark.parametrize(
+    "names",
+    [["feat.txt"], ["a b*[1]?.txt", "#x!.txt "]],
+    ids=["plain", "special-characters"],
+)
+def test_a_file_the_rules_came_to_ignore_after_the_snapshot_is_not_staged_in_the_copy(
+    tmp_path: Path, names: list[str]
+) -> None:
+    """A file the snapshot held untracked, which a line the user added to
+    ``.git/info/exclude`` since ignores (the copy takes that file as it is now), was staged in
+    the restored copy (``A  feat.txt``): one ``git commit`` there away from committing what
+    the user never added. It shows untracked, as the folder showed it at the snapshot, and the
+    copy's own snapshot holds it (a branch checks that)."""
+    folder = tmp_path / "repo"
+    _repository(folder)
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(f"{name}\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    assert set(names) <= set(_names(store, snapshot.tree_id))
+    before = _status(folder)
+    exclude = folder / ".git" / "info" / "exclude"
+    exclude.write_text(exclude.read_text() + "".join(f"/{n[:2]}*\n" for n in names))
+    assert _status(folder) != before, "the user's rules now ignore them"
+
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert _status(copy) == before
+    assert not any(line.startswith("A") for line in _status(copy))
+    again = GitCheckpointStore(tmp_path / "data2").capture(copy, WS, "refs/maka/s/r/1", "m")
+    assert _names(GitCheckpointStore(tmp_path / "data2"), again.tree_id) == _names(
+        store, snapshot.tree_id
+    )
+
+
+def test_a_file_under_a_folder_the_rules_came_to_ignore_is_added_as_before(
+    tmp_path: Path,
+) -> None:
+    """No rule can name a file again under a folder the rules ignore: it is added to the
+    copy's index, so the copy still holds it (its snapshot and a branch's check agree)."""
+    folder = tmp_path / "repo"
+    _repository(folder)
+    (folder / "gen").mkdir()
+    (folder / "gen" / "out.txt").write_text("out\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    exclude = folder / ".git" / "info" / "exclude"
+    exclude.write_text(exclude.read_text() + "gen/\n")
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert "A  gen/out.txt" in _status(copy)
+    again = GitCheckpointStore(tmp_path / "data2").capture(copy, WS, "refs/maka/s/r/1", "m")
+    assert "gen/out.txt" in _names(GitCheckpointStore(tmp_path / "data2"), again.tree_id)
