@@ -181,17 +181,18 @@ def session_service(
 ) -> SessionService:
     """The session service of a recovered store (``owner_epoch`` from its recovery report),
     with the tool-process table and the workspace checkpoint store of ``data_dir``, which
-    starts copying in what a killed process left it borrowing."""
+    tidies what a killed process left in it (``opened_by_owner``)."""
     from runtime.agent.session_service import SessionService
     from runtime.tools.workspace_paths import keep_out
     from storage.checkpoints.checkpoint_store import GitCheckpointStore
 
     keep_out(data_dir)  # no tool of its sessions reads or changes the data folder
     checkpoints = GitCheckpointStore.from_environment(data_dir)
-    # A store a killed process left borrowing from its folder's Git repository: copied in
-    # now, in the background, before a ``git gc`` there can make its snapshots read missing
-    # (a command waits for the copy at its exit; a host or the desktop keeps running).
-    checkpoints.absorb_all_later()
+    # What a killed process left: a store borrowing from its folder's Git repository, copied
+    # in now, in the background, before a ``git gc`` there can make its snapshots read missing
+    # (a command waits for the copy at its exit; a host or the desktop keeps running), and a
+    # killed restore's scratch index, removed.
+    checkpoints.opened_by_owner()
     return SessionService(
         store=store,
         provider_factory=provider_factory,

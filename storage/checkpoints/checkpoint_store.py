@@ -655,6 +655,16 @@ class GitCheckpointStore:
         finally:
             self._early.forget(git_dir)  # the borrowed objects may have left with the alternate
 
+    def opened_by_owner(self) -> int:
+        """What a command that owns the data folder does with its store as it opens: removes
+        the scratch indexes a killed restore left (``_sweep_restores_left_behind``), and starts
+        copying in what a killed capture left borrowing (``absorb_all_later``, whose count it
+        returns)."""
+        if self._overlay is not None or self._turned_off:
+            return 0
+        _sweep_restores_left_behind(self.root)
+        return self.absorb_all_later()
+
     def absorb_all_later(self) -> int:
         """Start copying in, in the background, what each store of this data folder still
         borrows from its folder's Git repository; how many were started. A capture starts
@@ -1556,6 +1566,7 @@ class GitCheckpointStore:
             ) from None
         self._note_restore(session_id, target)
         git_dir = self.git_dir(workspace_identity)
+        _sweep_restores_left_behind(self.root)
         scratch = self.root / (
             f"{workspace_key(workspace_identity)}.restore-{os.getpid()}-{uuid.uuid4().hex[:8]}.index"
         )
@@ -1967,15 +1978,34 @@ def _sweep_looks_left_behind() -> None:
     import tempfile
 
     for place in Path(tempfile.gettempdir()).glob(f"{_LOOK_PREFIX}*-*"):
-        pid = place.name[len(_LOOK_PREFIX) :].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
+        if _process_gone(place.name[len(_LOOK_PREFIX) :].split("-", 1)[0]):
             shutil.rmtree(place, ignore_errors=True)
-        except (PermissionError, OverflowError, OSError):
-            continue  # (alive, another user's, or not a process id at all)
+
+
+def _sweep_restores_left_behind(root: Path) -> None:
+    """Remove the scratch indexes of restores whose process is gone (a ``maka branch`` or a
+    restore killed part way runs no ``finally``): each is named ``<key>.restore-<pid>-<n>``."""
+    try:
+        left = list(root.glob("*.restore-*-*.index"))
+    except OSError:
+        return
+    for scratch in left:
+        if _process_gone(scratch.name.split(".restore-", 1)[1].split("-", 1)[0]):
+            scratch.unlink(missing_ok=True)
+
+
+def _process_gone(pid: str) -> bool:
+    """Whether the process id named in a leftover's name is not running (False for this
+    process, one that runs, another user's, or a name that is not a process id)."""
+    if not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, OSError):
+        return False  # (alive, another user's, or not a process id at all)
+    return False
 
 
 class _Overlay:

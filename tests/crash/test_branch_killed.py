@@ -93,3 +93,49 @@ def test_a_branch_killed_after_its_commit_continues_with_the_prefix(tmp_path: Pa
     joined = "\n".join(json.dumps(item) for item in request["history"])
     assert "Notes written." in joined and "delete them" not in joined
     assert (copy / "a.txt").read_text() == "alpha\n"
+
+
+def test_a_branch_killed_while_it_copies_leaves_no_scratch_index(tmp_path: Path) -> None:
+    """A restore writes the snapshot's files through a scratch index in the data folder,
+    removed in a ``finally`` that a SIGKILL skips: a branch killed while it copied left that
+    file for good. The next command that owns the data folder removes it (its process is
+    gone); one whose process still runs is left alone."""
+    import os
+    import subprocess
+    import time
+
+    from tests.helpers.maka_process import maka_executable
+
+    src = Source(tmp_path)
+    for n in range(1500):
+        folder = src.work / f"pkg{n % 10}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"f{n}.txt").write_text(f"file {n}\n" * 40)
+    src.run("write the notes")
+    event = str(_ending_of_first_run(src.branch(src.session)["boundaries"])["eventId"])
+    store = src.data / "checkpoints"
+    environment = {**os.environ, **src.env, "MAKA_DATA_DIR": str(src.data)}
+    environment.pop("MAKA_FAILPOINT", None)
+    left: list[Path] = []
+    for attempt in range(5):
+        args = ["branch", src.session, "--at", event, "--to", str(tmp_path / f"copy{attempt}")]
+        child = subprocess.Popen([*maka_executable(), *args], env=environment)
+        deadline = time.monotonic() + 60
+        while child.poll() is None and time.monotonic() < deadline:
+            left = list(store.glob("*.restore-*.index"))
+            if left:
+                child.kill()
+                break
+            time.sleep(0.001)
+        child.wait(timeout=60)
+        if left and child.returncode == -9:
+            break
+    assert left, "the branch was never caught while it copied"
+    assert all(path.exists() for path in left)
+    # Another process's scratch index while it runs (this test's own process id).
+    running = store / f"{left[0].name.split('.restore-')[0]}.restore-{os.getpid()}-0000.index"
+    running.write_bytes(b"in use")
+
+    src.run("write the notes", src.session)
+    assert not any(path.exists() for path in left)
+    assert running.exists(), "a running process's scratch index is left alone"
