@@ -580,19 +580,32 @@ def run(args: argparse.Namespace) -> int:
     shared = server is not None
     elsewhere = [row for row in checkpoints.missing if shared and not carried_not(row)]
     superseded = {row.event_id for row in checkpoints.superseded}
+    lost = [
+        row
+        for row in checkpoints.missing
+        if not carried_not(row) and not shared and row.event_id not in superseded
+    ]
+    # (no whole snapshot came after any of them: the newest is the session's latest one)
+    newest = {row.session_id: row.event_id for row in sorted(lost, key=lambda row: row.ts)}
     report.problems.extend(
         DoctorProblem(
             "workspace_checkpoint_missing",
             f"checkpoint {row.body.get('checkpointRef')} of session {row.session_id} is recorded "
-            "but its Git objects are gone from the checkpoint store; it is the session's latest "
-            "snapshot, so a resume cannot compare the folder with it: "
-            f"{maka_command(f'resume {row.session_id} --rebaseline')} continues with the current "
-            "files if a turn of it was interrupted, and the next turn's snapshot replaces it",
+            "but its Git objects are gone from the checkpoint store; "
+            + (
+                "it is the session's latest snapshot, so a resume cannot compare the folder with "
+                f"it: {maka_command(f'resume {row.session_id} --rebaseline')} continues with the "
+                "current files if a turn of it was interrupted, and the next turn's snapshot "
+                "replaces it"
+                if newest[row.session_id] == row.event_id
+                else "so are those of every later snapshot of the session; a branch from its "
+                "point can take only the current files "
+                f"({maka_command(f'branch {row.session_id} --current-files')})"
+            ),
             row.run_id,
             row.event_id,
         )
-        for row in checkpoints.missing
-        if not carried_not(row) and not shared and row.event_id not in superseded
+        for row in lost
     )
     notes.extend(
         _superseded([row for row in checkpoints.superseded if not carried_not(row) and not shared])

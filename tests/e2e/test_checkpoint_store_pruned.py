@@ -217,3 +217,30 @@ def test_every_surface_calls_a_snapshot_with_one_file_gone_missing(tmp_path: Pat
 
     code, parked = drill.json("plan", drill.session)
     assert code == 3 and parked["rejectionReasons"] == ["workspace_checkpoint_missing"], parked
+
+
+def test_the_doctor_calls_only_the_newest_lost_snapshot_the_latest(tmp_path: Path) -> None:
+    """With every object of the store gone, ``maka doctor`` said of each of a session's lost
+    snapshots that "it is the session's latest snapshot"; only the newest is, and the others
+    say that every later one is gone too and what a branch from them can take."""
+    drill = Drill(tmp_path)
+    drill.run("P8", "--cwd", str(drill.work))
+    listed = drill.json("checkpoints", drill.session)[1]
+    refs = [c["checkpointRef"] for c in listed["runs"][0]["checkpoints"]]
+    assert len(refs) == 2, listed
+    drill.remove_every_object()
+
+    code, report = drill.json("doctor")
+    assert code == 1
+    by_ref = {
+        ref: p["message"]
+        for p in report["problems"]
+        if p["code"] == "workspace_checkpoint_missing"
+        for ref in refs
+        if f"checkpoint {ref} " in p["message"]
+    }
+    assert sorted(by_ref) == sorted(refs), report["problems"]
+    assert "it is the session's latest snapshot" in by_ref[refs[-1]]
+    assert "it is the session's latest snapshot" not in by_ref[refs[0]]
+    assert "so are those of every later snapshot of the session" in by_ref[refs[0]]
+    assert f"maka branch {drill.session} --current-files" in by_ref[refs[0]]
