@@ -2165,7 +2165,8 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
     ``git commit -a`` there would delete it, and the clone is made sparse as the folder is (its
     patterns and settings); ``core.fileMode false``, or every file whose execute bit
     differs from its commit would show as modified; the repository's line-ending settings
-    (``core.autocrlf``, ``core.eol``, ``core.safecrlf``), or a file Git converts would; and its
+    (``core.autocrlf``, ``core.eol``, ``core.safecrlf``), or a file Git converts would; the
+    identity it commits with (``user.name``, ``user.email``), when it has its own; and its
     own ``core.excludesFile``; and its remotes in place of the clone's ``origin`` (the
     user's folder: ``checkpoint_remotes``). Best effort: whatever cannot be read leaves the
     clone as it is."""
@@ -2189,7 +2190,7 @@ def _carry_the_users_view(runner: GitRunner, source: Path, target: Path) -> None
         mode = _user_setting(runner, user.common / "config", "core.filemode", target)
         if mode == "false":
             runner.run_outside(["config", "core.fileMode", "false"], cwd=target)
-        for key in _LINE_ENDING_SETTINGS:
+        for key in (*_LINE_ENDING_SETTINGS, *_IDENTITY_SETTINGS):
             value = _user_setting(runner, user.common / "config", key, target, kind=None)
             if value is not None:
                 runner.run_outside(["config", key, value], cwd=target)
@@ -2250,6 +2251,9 @@ def _sparse_like(
 # reads the snapshot's files as the folder does, or a CRLF file Git stores as LF shows modified.
 # (Filters are not carried: their commands are the user's to run, never the copy's making.)
 _LINE_ENDING_SETTINGS = ("core.autocrlf", "core.eol", "core.safecrlf")
+# Who commits in the repository when it says so itself (``git config user.name`` there, not
+# in the user's global file, which the copy reads anyway): a commit in the copy is theirs too.
+_IDENTITY_SETTINGS = ("user.name", "user.email")
 
 
 def _user_setting(

@@ -405,3 +405,25 @@ def test_a_file_the_user_hides_with_skip_worktree_is_hidden_in_the_copy(tmp_path
     store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
     assert (copy / "config.ini").read_text() == "db=local\n"
     assert _status(copy) == _status(folder) == ["?? n.txt"]
+
+
+def test_a_repositorys_own_commit_identity_is_the_copys_too(tmp_path: Path) -> None:
+    """``user.name`` and ``user.email`` set in the repository itself (not in the user's global
+    file): a commit in the copy failed with "Author identity unknown"."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    user_git(folder, "init", "-q")
+    user_git(folder, "config", "user.name", "Ada Example")
+    user_git(folder, "config", "user.email", "ada@example.invalid")
+    (folder / "a.txt").write_text("a\n")
+    user_git(folder, "add", ".")
+    user_git(folder, "commit", "-q", "-m", "first")
+    (folder / "a.txt").write_text("a, edited\n")
+    store = GitCheckpointStore(tmp_path / "data")
+    snapshot = store.capture(folder, WS, "refs/maka/s/r/1", "m")
+    copy = tmp_path / "copy"
+    store.materialize(WS, snapshot.tree_id, copy, "s", source=folder)
+    assert user_git(copy, "config", "--local", "--get", "user.name").strip() == "Ada Example"
+    assert user_git(copy, "config", "--local", "--get", "user.email").strip() == (
+        "ada@example.invalid"
+    )
