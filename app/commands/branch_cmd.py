@@ -192,6 +192,12 @@ def _print_made(
         else f"{source}, the source's folder, is not there"
     )
     print(f"its folder: {shown_name(copy_folder)} ({what}); {left}")
+    # (as the desktop's branch dialog says before it makes one)
+    print(
+        "The copy leaves out paths Git ignores (.gitignore files, .git/info/exclude, your "
+        "excludes file) unless your Git tracks them, and files over 50 MiB, as snapshots do; "
+        f"copy any it needs (a .env, say) from {source}."
+    )
     from app.host.copy_note import copy_repository_note
 
     note = copy_repository_note(source_cwd, copy_folder, current_files=args.current_files)

@@ -608,6 +608,9 @@ def test_a_linked_worktrees_branch_is_a_clone_and_says_so(tmp_path: Path) -> Non
     made = maka(["branch", session, "--at", at, "--to", str(copy)], data, env=env)
     assert made.returncode == 0, made.stderr
     assert "The copy is a clone of your Git repository" in made.stdout
+    # What the copy leaves out is said, as the desktop's dialog says it (a .env, say).
+    assert "The copy leaves out paths Git ignores" in made.stdout, made.stdout
+    assert f"copy any it needs (a .env, say) from {work}." in made.stdout, made.stdout
     assert (copy / "notes.txt").read_text() == "kept\n"
     assert user_git(copy, "log", "--format=%s") == "first\n"
     status = sorted(user_git(copy, "status", "--porcelain").splitlines())
