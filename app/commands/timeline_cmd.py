@@ -22,6 +22,7 @@ from runtime.ledger.codes import HostCode, StoreCode
 from runtime.ledger.command_words import maka_command
 
 if TYPE_CHECKING:
+    from app.host.branch_session import BranchMark
     from runtime.ledger.store_ports import LedgerReader
     from runtime.ledger.timeline_model import TimelineRun
 
@@ -100,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         )
         timeline = read_session_timeline(store, args.session, service.plan_latest, run_id=args.run)
         origin = store.read_branch(args.session)
+        from app.host.branch_session import branches_from
+
+        branches = branches_from(store, args.session)
         abandoned = _awaiting_repair(store, args.session, timeline.runs, data_dir)
         from app.host.plan_report import lease_holder
 
@@ -121,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         extra: dict[str, object] = {"sessionId": args.session}
         if origin is not None:
             extra["branchedFrom"] = origin.to_json()
+        extra.update(_branches_json(branches))
         if abandoned:
             extra["awaitingRepair"] = sorted(abandoned)
         if gone_holder is not None:
@@ -157,8 +162,27 @@ def run(args: argparse.Namespace) -> int:
                 "that session's up to there "
                 f"({maka_command(f'timeline {origin.source_session_id}')})"
             )
-        write_timeline(runs, header, only_problems=args.only_problems)
+        write_timeline(runs, header, only_problems=args.only_problems, branched=_by_event(branches))
     return EXIT_OK
+
+
+def _branches_json(branches: Sequence[BranchMark]) -> dict[str, object]:
+    """The sessions branched from this one, each with the event it was branched after."""
+    if not branches:
+        return {}
+    return {
+        "branches": [
+            {"sessionId": mark.session_id, "afterEvent": mark.boundary_event_id}
+            for mark in branches
+        ]
+    }
+
+
+def _by_event(branches: Sequence[BranchMark]) -> dict[str, list[str]]:
+    branched: dict[str, list[str]] = {}
+    for mark in branches:
+        branched.setdefault(mark.boundary_event_id, []).append(mark.session_id)
+    return branched
 
 
 def _awaiting_repair(

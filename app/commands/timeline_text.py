@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TextIO
 
+from runtime.ledger.command_words import maka_command
 from runtime.ledger.timeline_model import TimelineKind, TimelineRow, TimelineRun, TimelineStatus
 from runtime.ledger.timeline_pins import ParkHeader, PinnedReason, TimelineReason, timeline_json
 
@@ -74,9 +75,11 @@ def write_timeline(
     out: TextIO | None = None,
     *,
     only_problems: bool = False,
+    branched: Mapping[str, Sequence[str]] | None = None,
 ) -> None:
     """The timeline as text; ``only_problems``: the runs keep only their problem rows (every
-    run stays, so the lineage reads), and a run left with none says so."""
+    run stays, so the lineage reads), and a run left with none says so; ``branched``: the
+    sessions branched from this one, by the event each was branched after, said under it."""
     out = out if out is not None else sys.stdout
     colour = use_colour(out)
     if colour:
@@ -107,12 +110,25 @@ def write_timeline(
             out.write(f"{pad}  (no problem in this run)\n")
         for row in run.rows:
             _write_row(row, pad + "  ", pins.get((run.run_id, row.seq), ()), out, colour)
+            if branched:
+                _write_branches(row, branched, pad + "    ", out)
         if marks is not None and marks.run_id == run.run_id:
             replay = marks.replay_count
             words = f", replaying {replay} events" if replay else ""
             out.write(
                 f"{pad}  -- resume boundary: a continuation starts after event "
                 f"{marks.high_water}{words}\n"
+            )
+
+
+def _write_branches(
+    row: TimelineRow, branched: Mapping[str, Sequence[str]], pad: str, out: TextIO
+) -> None:
+    """Under the row of the event a session was branched after, that session."""
+    for entry in row.entries:
+        for new in branched.get(entry.event_id, ()):
+            out.write(
+                f"{pad}-- branched here into session {new} ({maka_command(f'timeline {new}')})\n"
             )
 
 

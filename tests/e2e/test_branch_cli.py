@@ -207,6 +207,15 @@ def test_a_branched_session_branches_again(tmp_path: Path) -> None:
     assert body["branchedFrom"]["boundaryEventId"] == ending["eventId"]
     plain = json.loads(maka(["timeline", src.session, "--json"], src.data, env=src.env).stdout)
     assert "branchedFrom" not in plain
+    # The source's timeline says where each session was branched from it, under that event.
+    assert plain["branches"] == [{"sessionId": one["sessionId"], "afterEvent": first["eventId"]}]
+    assert "branches" not in body
+    source = maka(["timeline", src.session], src.data, env=src.env).stdout.splitlines()
+    mark = f"-- branched here into session {one['sessionId']} (maka timeline {one['sessionId']})"
+    [at] = [n for n, line in enumerate(source) if line.strip() == mark]
+    assert "run_end " in source[at - 1], source[at - 1 : at + 1]
+    middle = maka(["timeline", one["sessionId"]], src.data, env=src.env).stdout
+    assert f"-- branched here into session {two['sessionId']}" in middle
 
 
 def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -> None:
