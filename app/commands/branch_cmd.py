@@ -40,6 +40,14 @@ _USAGE = frozenset(
 )
 
 
+def _refused(session: str, code: Any, message: str) -> CliError:
+    """A refused branch as the command says it; an event that is not a point to branch from
+    names the listing of those points."""
+    if str(code) in (BranchCode.BRANCH_EVENT_NOT_FOUND, BranchCode.BRANCH_BOUNDARY_INVALID):
+        message += f"; {maka_command(f'branch {session}')} lists the points to branch from"
+    return CliError(code, message, EXIT_USAGE if str(code) in _USAGE else EXIT_ERROR)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", help="the session id (see 'maka sessions')")
     parser.add_argument(
@@ -118,10 +126,7 @@ def run(args: argparse.Namespace) -> int:
                 lifecycle=LifecycleLog.in_data_dir(data_dir, now_ms),
             )
         except (BranchRefused, LedgerError) as refused:
-            code = str(refused.code)
-            raise CliError(
-                refused.code, refused.message, EXIT_USAGE if code in _USAGE else EXIT_ERROR
-            ) from None
+            raise _refused(args.session, refused.code, refused.message) from None
     new = result.session
     return _print_made(
         args, branch_json(result), source_cwd, copy_folder=new.cwd, new_session=new.session_id
@@ -311,8 +316,7 @@ def _through_host(args: argparse.Namespace, host: Any) -> int:
     answer = host.ask(request)
     if isinstance(answer, BranchRefusedPush):
         refusal = HostRefusal(answer.code, answer.message)
-        usage = str(refusal.code) in _USAGE
-        raise CliError(refusal.code, refusal.message, EXIT_USAGE if usage else EXIT_ERROR)
+        raise _refused(args.session, refusal.code, refusal.message)
     if isinstance(answer, BranchOptionsListedPush):
         # The host owns the data folder: a run it has not ended is running there (one a
         # killed process left marked running was repaired when the host started).

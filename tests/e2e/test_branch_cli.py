@@ -236,6 +236,9 @@ def test_bad_points_and_folders_are_refused_and_change_nothing(tmp_path: Path) -
     )
     invalid = src.branch(session, "--at", text_event, code=2)
     assert "[branch_boundary_invalid]" in invalid["stderr"]
+    for refused in (missing, invalid):
+        said = f"; maka branch {session} lists the points to branch from"
+        assert said in refused["stderr"], refused
     inside = src.branch(
         session, "--at", boundaries[0]["eventId"], "--to", str(src.work / "sub"), code=2
     )
