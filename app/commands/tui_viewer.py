@@ -21,7 +21,7 @@ import shutil
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from app.host.terminal_transcript import ALLOW_PROMPT, permission_question_text
 from app.host.tui_reads import CONTINUED_MARKER
@@ -45,6 +45,18 @@ LATE_ANSWER_S = 60.0
 """A ``y``/``n`` typed this long after a question closed elsewhere is taken as a late answer to
 it (said so, nothing sent), never as a chat message."""
 _FINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+def _card_words(item: Any) -> str:
+    """A card's status as ``/transcript`` and the desktop say it: a call refused because the
+    turn was cancelled, or denied, did not fail."""
+    from app.host.transcript_items import CANCELLED, PERMISSION_DENIED
+
+    if item.status.value == "failed" and item.park_reason == CANCELLED:
+        return "cancelled"
+    if item.status.value == "failed" and item.park_reason == PERMISSION_DENIED:
+        return "denied"
+    return str(item.status.value)
 
 
 class _Question:
@@ -266,7 +278,7 @@ class TuiViewer:
             from app.host.transcript_items import AWAITING_PERMISSION
 
             waiting = item.park_reason == AWAITING_PERMISSION
-            status = "not started yet" if waiting else item.status.value
+            status = "not started yet" if waiting else _card_words(item)
             if self._cards.get(item.item_id) == status:
                 return
             self._cards[item.item_id] = status

@@ -10,6 +10,8 @@ import contextlib
 import io
 from typing import Any
 
+import pytest
+
 from app import bridge_contract as bc
 from app.commands.tui_viewer import TuiViewer
 
@@ -219,3 +221,26 @@ def test_ctrl_d_at_a_viewed_question_says_it_was_left_unanswered() -> None:
     assert not viewer.line_read(None)
     assert "left without answering: the question stays open for the others" in out.getvalue()
     assert not [sent for sent in host.sent if isinstance(sent, bc.PermissionsAnswerRequest)]
+
+
+@pytest.mark.parametrize(
+    ("reason", "said"),
+    [("cancelled", "cancelled"), ("permission_denied", "denied"), (None, "failed")],
+)
+def test_a_viewed_call_refused_because_the_turn_was_cancelled_did_not_fail(
+    reason: str | None, said: str
+) -> None:
+    """A call the driver cancelled (or denied) read "(failed)" in a viewing TUI, where
+    ``/transcript`` and the desktop's card say cancelled (denied)."""
+    viewer, _, out = _viewer()
+    card = bc.ToolCardItem(
+        item_id="c1",
+        tool_call_id="c1",
+        tool_name="bash",
+        args_summary="sleep 30",
+        status=bc.ToolCardStatus.FAILED,
+        park_reason=reason,
+        result_summary="not run",
+    )
+    assert viewer.take(_item(card))
+    assert f"[tool] bash sleep 30  ({said})\n" in out.getvalue(), out.getvalue()
