@@ -680,6 +680,9 @@ class HelloRejectedPush(_Message):
     kind: Literal[MessageKind.HELLO_REJECTED] = MessageKind.HELLO_REJECTED
     code: Code
     message: Explanation = ""
+    # A window's token was refused by a ``maka host`` that has no window of its own open or
+    # coming: the window of an earlier start is told to open a new one, not to "use" one.
+    windowless_owner: bool = False
 
 
 class SessionSummary(WireModel):

@@ -244,7 +244,12 @@ class HostApp(QObject):
             terminal_token = secrets.token_urlsafe(32)
             publish_terminal_token(self._data_dir, terminal_token)
             server = IpcServer(
-                endpoint, self._token, self._hello, self, terminal_token=terminal_token
+                endpoint,
+                self._token,
+                self._hello,
+                self,
+                terminal_token=terminal_token,
+                windowless=lambda: self._headless and not self._launcher.running,
             )
             server.listen()
         except (EndpointError, IpcListenError) as error:

@@ -166,9 +166,14 @@ class IpcServer(QObject):
         hello_reply: Callable[[], HelloOkPush],
         parent: QObject | None = None,
         terminal_token: str = "",
+        *,
+        windowless: Callable[[], bool] | None = None,
     ) -> None:
-        """``terminal_token``: what terminal clients say hello with (empty: none accepted)."""
+        """``terminal_token``: what terminal clients say hello with (empty: none accepted);
+        ``windowless``: whether this host has no window of its own open or coming (``maka
+        host`` alone), said to a window whose token it refuses."""
         super().__init__(parent)
+        self._windowless = windowless
         self._name = socket_name
         self._terminal_token = terminal_token.encode("utf-8")
         self._token = token.encode("utf-8")
@@ -360,7 +365,16 @@ class IpcServer(QObject):
             self._terminal_handshake(peer, message)
             return
         if not self._token or not hmac.compare_digest(message.token.encode("utf-8"), self._token):
-            self._reject_hello(peer, BridgeErrorCode.TOKEN_INVALID, "the token is not valid")
+            # (a window of an earlier start reconnecting, mostly: it closes, and is told
+            # whether this start has a window of its own)
+            windowless = self._windowless is not None and self._windowless()
+            self._reject_hello(
+                peer,
+                BridgeErrorCode.TOKEN_INVALID,
+                "the token is not valid (a window of an earlier start of Maka, say"
+                + (", told to open a new one)" if windowless else ")"),
+                windowless_owner=windowless,
+            )
             return
         pid = peer_pid(peer.socket)
         if self._token_used and (pid is None or pid != self._token_pid):
@@ -411,8 +425,11 @@ class IpcServer(QObject):
         _log.info("%s connection %d authenticated", role, peer.peer_id)
         return True
 
-    def _reject_hello(self, peer: _Peer, code: BridgeErrorCode, text: str) -> None:
-        self._write(peer, encode_frame(HelloRejectedPush(code=code.value, message=text)))
+    def _reject_hello(
+        self, peer: _Peer, code: BridgeErrorCode, text: str, *, windowless_owner: bool = False
+    ) -> None:
+        push = HelloRejectedPush(code=code.value, message=text, windowless_owner=windowless_owner)
+        self._write(peer, encode_frame(push))
         self._refuse(peer, code, text)
 
     def _refuse(self, peer: _Peer, code: BridgeErrorCode | str, text: str) -> None:

@@ -394,6 +394,7 @@ class RendererBridge(BridgePort):
             self.host_state_changed.emit(HostStatePush(state=message.host_state))
         elif isinstance(message, HelloRejectedPush):
             log.warning("main process rejected the handshake: %s", message.code)
+            self._rejected_by_windowless = message.windowless_owner
             self._set_connection_state(ConnectionState.REJECTED)
             self.stop()
         else:

@@ -87,6 +87,7 @@ class BridgePort(QObject):
         self._connection_state = ConnectionState.CONNECTING
         self._safe_resume_enabled = False
         self._ever_connected = False
+        self._rejected_by_windowless = False
 
     @property
     def connection_state(self) -> ConnectionState:
@@ -96,6 +97,12 @@ class BridgePort(QObject):
     def ever_connected(self) -> bool:
         """Whether a handshake ever succeeded (a later rejection then means a newer start)."""
         return self._ever_connected
+
+    @property
+    def rejected_by_windowless(self) -> bool:
+        """Whether the start that refused this window has no window of its own (``maka host``
+        alone): the window then offers to open one instead of pointing at it."""
+        return self._rejected_by_windowless
 
     @property
     def safe_resume_enabled(self) -> bool:

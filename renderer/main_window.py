@@ -198,6 +198,7 @@ class MainWindow(QMainWindow):
         header_layout.addWidget(self.path_label)
         header_layout.addWidget(self.branch_label)
         self.host_lost = HostLostPanel(self._restart_argv)
+        self.host_lost.opened_elsewhere.connect(self.close)
         host_lost_holder = MeasuredRow(self.host_lost, margins=QMargins(20, 10, 20, 4))
         self.host_lost.shown_changed.connect(host_lost_holder.setVisible)
         host_lost_holder.setVisible(False)
@@ -571,8 +572,12 @@ class MainWindow(QMainWindow):
         self.permission.drop_all()
         self.transcript.mark_running_interrupted()
         self.sessions.model.set_host_stopped()
-        self.host_lost.show_superseded()
         self.confirm_quit = False
+        if self._bridge.rejected_by_windowless:
+            # No window of the new start to use: this one stays until a new one is opened.
+            self.host_lost.show_superseded(windowless=True)
+            return
+        self.host_lost.show_superseded()
         QTimer.singleShot(SUPERSEDED_CLOSE_MS, self.close)
 
     def _on_sessions_listed(self, push: SessionsListedPush) -> None:

@@ -71,7 +71,29 @@ def test_wrong_token_is_rejected_and_closed(qtbot: QtBot, main: MainProcess) -> 
     _refused(qtbot, client, main)
     rejected = client.first(MessageKind.HELLO_REJECTED)
     assert isinstance(rejected, HelloRejectedPush) and rejected.code == "token_invalid"
+    assert rejected.windowless_owner is False, "the desktop's start has a window of its own"
     _served(qtbot, main)
+
+
+def test_a_host_without_a_window_says_so_to_a_window_it_refuses(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    """A window of an earlier start reconnecting to a ``maka host`` started in a terminal is
+    told that this start has no window, so it offers to open one (it said "use the new
+    window", and there was none); the host's log says what was refused."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    host = start_main(data_dir, None, "host").wait_ready()
+    try:
+        client = WireClient(host.socket_name)
+        client.hello("x" * 43)
+        _refused(qtbot, client, host)
+        rejected = client.first(MessageKind.HELLO_REJECTED)
+        assert isinstance(rejected, HelloRejectedPush) and rejected.code == "token_invalid"
+        assert rejected.windowless_owner is True
+        assert "a window of an earlier start of Maka" in rejected.message
+    finally:
+        host.stop()
 
 
 def test_wrong_protocol_version_is_rejected_and_closed(qtbot: QtBot, main: MainProcess) -> None:

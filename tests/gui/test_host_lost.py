@@ -126,8 +126,67 @@ def test_restart_maka_starts_the_program_again(qtbot: QtBot, tmp_path: object) -
     bridge._set_connection_state(ConnectionState.HOST_LOST)
     with qtbot.waitSignal(window.host_lost.restarted, timeout=5000):
         window.host_lost.restart_button.click()
-    qtbot.waitUntil(marker.exists, timeout=10_000)
     assert not window.host_lost.restart_button.isEnabled()
+    assert "Starting Maka again" in window.host_lost.body_label.text()
+    qtbot.waitUntil(marker.exists, timeout=10_000)
+
+
+def test_a_restart_that_ends_without_taking_over_can_be_tried_again(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start made from the panel was refused (another process owned the data folder)
+    and ended, and this window still stood: it said "Starting Maka again… this window closes
+    when it is up" for good, its button greyed out."""
+    import subprocess
+
+    from renderer import host_lost_panel
+
+    monkeypatch.setattr(host_lost_panel, "STARTED_CHECK_MS", 50)
+    window, bridge = _running_window(qtbot, restart=(sys.executable, "-c", "pass"))
+    bridge._set_connection_state(ConnectionState.HOST_LOST)
+    window.host_lost.restart_button.click()
+    assert not window.host_lost.restart_button.isEnabled()
+    qtbot.waitUntil(window.host_lost.restart_button.isEnabled, timeout=10_000)
+    assert window.host_lost.title_label.text() == "Maka stopped unexpectedly."
+    assert "ended without taking over" in window.host_lost.body_label.text()
+    assert window.isVisible()
+
+    # One that keeps running (the new start, up) is not said to have ended.
+    sleeper = [sys.executable, "-c", "import time; time.sleep(30)"]
+    window.host_lost._restart_argv = tuple(sleeper)
+    window.host_lost.restart_button.click()
+    pid = window.host_lost._started_pid
+    try:
+        qtbot.wait(600)
+        assert not window.host_lost.restart_button.isEnabled()
+        assert "Starting Maka again" in window.host_lost.body_label.text()
+    finally:
+        subprocess.run(["kill", "-9", str(pid)], check=False)
+
+
+def test_a_window_refused_by_a_host_without_a_window_offers_a_new_one(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``maka host`` started in a terminal after a crash refused the old window, which said
+    "use the new window" and closed: there was no new window."""
+    from renderer import host_lost_panel
+
+    monkeypatch.setattr(main_window_module, "SUPERSEDED_CLOSE_MS", 200)
+    monkeypatch.setattr(host_lost_panel, "STARTED_CHECK_MS", 50)
+    window, bridge = _running_window(qtbot, restart=(sys.executable, "-c", "pass"))
+    bridge._set_connection_state(ConnectionState.HOST_LOST)
+    bridge._rejected_by_windowless = True
+    bridge._set_connection_state(ConnectionState.REJECTED)
+    panel = window.host_lost
+    assert panel.title_label.text() == "Maka was started again, without a window (maka host)."
+    assert "use the new window" not in panel.body_label.text()
+    assert panel.restart_button.isVisible() and panel.restart_button.isEnabled()
+    assert panel.restart_button.text() == "Open a new window"
+    qtbot.wait(500)
+    assert window.isVisible(), "it stays until a new window is opened"
+    panel.restart_button.click()
+    assert "Opening a new window" in panel.body_label.text()
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
 
 
 def test_without_a_restart_command_the_button_says_where_to_start(qtbot: QtBot) -> None:
