@@ -214,7 +214,7 @@ class SessionActions(QObject):
         summary = self._summary_of(push.session_id)
         title = f"“{display_title(summary)}”" if summary is not None else _tr("A session")
         self._status(
-            _tr("{title} was removed by another Maka process; its folder was not touched.").replace(
+            _tr("{title} was removed outside this window; its folder was not touched.").replace(
                 "{title}", title
             )
         )

@@ -483,12 +483,14 @@ def test_locate_folder_waits_for_its_own_answer_and_a_refusal_leaves_the_park_as
 
 
 def test_a_session_another_process_removed_is_said_so(qtbot: QtBot) -> None:
-    """A shared ledger's sweep saw a session gone: the status bar says another Maka process
-    removed it (naming it), not that it was removed as if from this window."""
+    """A session removed elsewhere (a shared ledger's sweep, or ``maka sessions remove`` in a
+    terminal, which the window's own host serves): the status bar says it was removed outside
+    this window (naming it), not by "another Maka process", which a terminal's request served by
+    this window's own host is not."""
     window, bridge = _window(qtbot)
     bridge.session_removed.emit(bc.SessionRemovedPush(session_id="s2", elsewhere=True))
     assert window.statusBar().currentMessage() == (
-        "“Two” was removed by another Maka process; its folder was not touched."
+        "“Two” was removed outside this window; its folder was not touched."
     )
     bridge.session_removed.emit(bc.SessionRemovedPush(session_id="s1"))
     assert window.statusBar().currentMessage() == (
