@@ -169,9 +169,10 @@ def run(args: argparse.Namespace) -> int:
             _say_if_interrupted(service, session.session_id, host)
             print_unsettled_calls(service, session.session_id)
         print(f"provider: {host.provider_label}; permission mode {policy.mode}; /help for help")
+        from app.commands.cancellable_turn import chat_interrupts
         from app.commands.hangup import Hangup
 
-        with Hangup() as hangup:
+        with Hangup() as hangup, chat_interrupts():
             return _chat(
                 host,
                 session,

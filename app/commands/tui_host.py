@@ -100,13 +100,19 @@ def next_chat_line(
 
     A line typed during a turn waits for the prompt: it is shown after the prompt that takes
     it, so the prompt is not left bare with the next turn's output running on along it."""
+    from app.commands.cancellable_turn import LATE_CTRL_C_WORDS, LateInterrupt, reading_at_prompt
     from app.visible_text import visible
 
     while not hangup.hung:
         waiting = lines.typed_ahead()
-        show_prompt()
         try:
-            read = lines.read_line()
+            with reading_at_prompt():  # (from the prompt's first character on)
+                show_prompt()
+                read = lines.read_line()
+        except LateInterrupt:
+            # Pressed to stop a turn that ended just then: it left the chat without a word.
+            print(f"\n{LATE_CTRL_C_WORDS}", flush=True)
+            continue
         except KeyboardInterrupt:
             read = None
         if taken is not None and taken(read):
@@ -169,7 +175,9 @@ def chat_through_host(
     if opening is not None:
         print(opening)
     viewer.watch(session_id)
-    with Hangup() as hangup:
+    from app.commands.cancellable_turn import chat_interrupts
+
+    with Hangup() as hangup, chat_interrupts():
         return _chat(
             args,
             host,

@@ -358,3 +358,51 @@ def test_a_y_typed_while_a_command_runs_with_no_question_is_not_sent(tmp_path: P
         terminal.wait_for("second answer")
     finally:
         terminal.close()
+
+
+def _wait_after(terminal: _Terminal, mark: str, text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while text.encode() not in terminal.seen.rsplit(mark.encode(), 1)[-1]:
+        assert time.monotonic() < deadline, terminal.seen.decode(errors="replace")
+        terminal.read(0.05)
+
+
+@pytest.mark.parametrize("through_host", [False, True], ids=["alone", "through-a-host"])
+def test_a_ctrl_c_that_comes_as_the_turn_ends_does_not_leave_the_chat(
+    tmp_path: Path, through_host: bool
+) -> None:
+    """Ctrl+C pressed to stop a turn that ended in that instant landed at ``you>`` and left
+    the TUI without a word. It says the turn had already ended, and the chat goes on; a second
+    Ctrl+C leaves."""
+    from tests.helpers.maka_process import start_main
+
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    script = scripted_env(
+        write_script(tmp_path / "script.json", [[{"text": "first answer"}], [{"text": "again"}]])
+    )
+    host = start_main(data, script, "host").wait_ready() if through_host else None
+    terminal = _Terminal.maka(data, script, "tui", "--cwd", str(work), "--permission-mode", "auto")
+    try:
+        terminal.wait_for("you> ")
+        terminal.type("hello\n")
+        terminal.wait_for("first answer")
+        _wait_after(terminal, "first answer", "you> ")  # the turn has ended
+        terminal.type("\x03")  # Ctrl+C, meant for the turn, a moment late
+        terminal.wait_for("(the turn had already ended: Ctrl+C cancelled nothing")
+        _wait_after(terminal, "cancelled nothing", "you> ")
+        assert b"[cancelled]" not in terminal.seen and b"interrupted" not in terminal.seen
+        terminal.type("more\n")
+        terminal.wait_for("again")
+        time.sleep(2)  # (long after the turn's end: Ctrl+C leaves)
+        terminal.type("\x03")
+        _, status = os.waitpid(terminal.pid, 0)
+        terminal.pid = -1
+        assert os.waitstatus_to_exitcode(status) == 0, terminal.seen
+    finally:
+        if terminal.pid > 0:
+            terminal.close()
+        else:
+            os.close(terminal.fd)
+        if host is not None:
+            host.stop()
