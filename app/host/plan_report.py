@@ -349,10 +349,16 @@ def _folder_advice(plan: ContinuationPlan, turn_running: bool) -> list[str]:
     advice: list[str] = []
     if "workspace_folder_missing" in codes:
         advice.append(_relocate_words(plan.session_id))
+    missing = any(d.detail.get("markerMissing") for d in plan.diagnostics)
     if "workspace_identity_mismatch" in codes:
         advice.append(
-            "Its workspace marker deleted (git clean -fdx deletes .maka) and made anew? If this "
-            "is the folder the session ran in, and no other session has run here since, "
+            (
+                "Its workspace marker was deleted? If this is the folder the session ran in, "
+                if missing
+                else "Its workspace marker deleted (git clean -fdx deletes .maka) and made anew? "
+                "If this is the folder the session ran in, "
+            )
+            + "and no other session has run here since, "
             "pointing the session at it gives the marker back: "
             f"{maka_command(f'sessions relocate {plan.session_id} FOLDER')}, with this same "
             "folder; Safe resume then compares its "

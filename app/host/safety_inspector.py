@@ -3,11 +3,13 @@
 Qt-free, so the CLI uses the same inspector as the desktop main process. The renderer can never
 supply these facts: it sends a session id, and the inspector observes
 
-- the workspace identity through the folder's ``.maka/workspace.json`` marker (read, or created
-  atomically when the folder has none, so a deleted or replaced marker shows up as a different
-  identity; an invalid marker is an error, never silently replaced; a legacy
-  ``.maka-workspace.json`` is read and moved into ``.maka``:
-  storage/sessions/workspace_identity.py),
+- the workspace identity through the folder's ``.maka/workspace.json`` marker (read only: a
+  folder without one, its marker deleted by ``git clean -fdx`` say, is observed with no
+  identity, "", and the identity gate parks saying the marker is missing; looking never writes
+  into the user's folder, where ``maka plan`` made a marker with a new identity and then asked
+  whether one had been "made anew"; a replaced marker shows up as a different identity; an
+  invalid marker is an error, never silently replaced; a legacy ``.maka-workspace.json`` is
+  read as it is: storage/sessions/workspace_identity.py),
 - the realpath of the session folder (a moved folder is a diagnostic, not a refusal),
 - the current tool catalog,
 - the folder's current tree under the workspace checkpoint policy
@@ -21,6 +23,7 @@ supply these facts: it sends a session id, and the inspector observes
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -30,7 +33,10 @@ from runtime.ledger.checkpoint_ports import CheckpointCarrier, CheckpointError
 from runtime.ledger.process_records import ToolProcessTable
 from runtime.tools.process_identity import describe, how_to_stop, live_tool_processes
 from runtime.tools.process_tree import BackgroundShellRegistry
-from storage.sessions.workspace_identity import resolve_workspace_identity
+from storage.sessions.workspace_identity import (
+    read_workspace_identity,
+    resolve_workspace_identity,
+)
 
 
 class SafetyInspector:
@@ -54,7 +60,7 @@ class SafetyInspector:
         folder = Path(cwd)
         if not folder.is_dir():
             raise SessionFolderMissing(cwd)
-        identity = resolve_workspace_identity(folder)
+        identity = read_workspace_identity(folder)
         pending: list[str] = []
         if self._shells is not None:
             pending.extend(
@@ -69,6 +75,14 @@ class SafetyInspector:
             )
         if self._unfinished_runs is not None:
             pending.extend(f"run {run_id}" for run_id in self._unfinished_runs(session_id))
+        if identity is None:  # (no marker: no identity, and no store to capture it in)
+            return SafetyObservation(
+                workspace_identity="",
+                workspace_path=os.path.realpath(folder),
+                background_settled=not pending,
+                tool_names=tuple(sorted(set(self._tool_names()))),
+                background_detail=tuple(pending),
+            )
         return SafetyObservation(
             workspace_identity=identity.identity,
             workspace_path=str(identity.realpath),
@@ -77,6 +91,14 @@ class SafetyInspector:
             background_detail=tuple(pending),
             workspace_tree=self._tree(Path(identity.realpath), identity.identity),
         )
+
+    def tidy_marker(self, cwd: str) -> None:
+        """Once a continuation is about to run in the folder (not while planning): its marker
+        as a turn leaves it (an older ``.maka-workspace.json`` moved into ``.maka``, the
+        folder's self-ignoring ``.gitignore``); a folder without one is left as it is."""
+        folder = Path(cwd)
+        if read_workspace_identity(folder) is not None:
+            resolve_workspace_identity(folder)
 
     def _tree(self, folder: Path, workspace_identity: str) -> WorkspaceTree | None:
         """The folder's current tree under the checkpoint policy (no ref, no fact); None when

@@ -567,6 +567,17 @@ def workspace_identity_same(b: Boundary) -> Sequence[Finding]:
     recorded, current = b.given.source.workspace_identity, b.given.observation.workspace_identity
     if recorded == current:
         return ()
+    if not current:  # (observed without a marker: read, never made, when a plan looks)
+        return [
+            _refusal(
+                ParkReason.WORKSPACE_IDENTITY_MISMATCH,
+                "the folder has no workspace marker (.maka/workspace.json): it was deleted "
+                "(git clean -fdx deletes .maka), so the folder cannot be shown to be the "
+                "workspace the session ran in",
+                sourceWorkspaceIdentity=recorded,
+                markerMissing=True,
+            )
+        ]
     return [
         _refusal(
             ParkReason.WORKSPACE_IDENTITY_MISMATCH,

@@ -518,6 +518,11 @@ class ResumeService:
                     code.WORKSPACE_TREE_CHANGED,
                     "files in the folder changed after the plan verified them",
                 )
+        # The continuation runs in the folder now: its marker is tidied as a turn's is (an
+        # older version's moved into ``.maka``); looking, the plan wrote nothing there.
+        tidy = getattr(self._inspector, "tidy_marker", None)
+        if callable(tidy):
+            tidy(self._session_cwd(source))
 
     def _admit(
         self, session_id: str, details: ContinuationDetails, automatic: bool
