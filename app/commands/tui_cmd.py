@@ -22,8 +22,10 @@ its session driven by other clients show in it as they happen (``app.commands.tu
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +200,6 @@ def _chat(  # noqa: C901
     hangup: Any,
 ) -> int:
     from app.commands.tui_host import (
-        NO_SESSIONS,
         SETTLE_USAGE,
         next_chat_line,
         no_session_yet,
@@ -232,18 +233,13 @@ def _chat(  # noqa: C901
         elif session is None and needs_session and (command != "/settle" or _settle_form(text)):
             print(no_session_yet())
         elif command == "/transcript" and session is not None:
-            tui_reads.transcript(host, session.session_id)
+            _read(functools.partial(tui_reads.transcript, host, session.session_id))
         elif command == "/plan" and session is not None:
             _plan(host, session.session_id)
         elif command == "/timeline" and session is not None:
             timeline(host.data_dir, session.session_id)
         elif command == "/sessions":
-            overviews = service.list_sessions()
-            for overview in overviews:
-                status = overview.last_run_status or "no runs"
-                print(f"  {overview.session.session_id}  {status}  {overview.session.cwd}")
-            if not overviews:
-                print(NO_SESSIONS)
+            _read(lambda: _list_sessions(service))
         elif command in ("/resume", "/rebaseline", "/restore") and session is not None:
             _resume(
                 host,
@@ -498,11 +494,35 @@ def _say_if_parked(host: Any, session_id: str) -> bool:
     return True
 
 
+def _list_sessions(service: Any) -> None:
+    from app.commands.tui_host import NO_SESSIONS
+
+    overviews = service.list_sessions()
+    for overview in overviews:
+        status = overview.last_run_status or "no runs"
+        print(f"  {overview.session.session_id}  {status}  {overview.session.cwd}")
+    if not overviews:
+        print(NO_SESSIONS)
+
+
+def _read(command: Callable[[], object]) -> None:
+    """A command that reads the ledger (``/sessions``, ``/transcript``): a store that cannot
+    be read (a database server gone away) is said, and the chat goes on. It ended the TUI."""
+    from runtime.ledger.ledger_errors import LedgerError
+
+    try:
+        command()
+    except LedgerError as error:
+        say_error(error.code, error.message)
+
+
 def _turn(
     service: Any, session_id: str, text: str, *, transcript: Any, policy: Any, asker: Any
 ) -> None:
     from app.commands.cancellable_turn import run_cancellable
     from app.commands.run_cmd import refuse_leased_elsewhere
+    from app.commands.tui_host import say_turn_failed
+    from app.host.terminal_transcript import left_running
     from runtime.base.cancel_token import CancelToken
     from runtime.ledger.ledger_errors import LedgerError
 
@@ -515,11 +535,16 @@ def _turn(
         say_error(busy.code, busy.message)
         return
     try:
-        run_cancellable(
+        result = run_cancellable(
             lambda: service.send_turn(
                 session_id, text, transcript, policy, asker=asker, cancel=cancel
             ),
             cancel,
+        )
+        say_turn_failed(
+            str(result.status),
+            result.failure_class,
+            (result.message or "") + left_running(transcript, session_id) or None,
         )
     except LedgerError as error:
         say_error(error.code, error.message)

@@ -231,7 +231,7 @@ def _chat(  # noqa: C901
                 source_id, session_id = session_id, branched
                 print(f"(the source goes on with: {maka_command(f'tui --session {source_id}')})")
         elif command == "/sessions":
-            _sessions(host)
+            said(lambda: _sessions(host))  # (an unreachable database is said; the chat goes on)
         elif command in ("/resume", "/rebaseline", "/restore"):
             viewer.driving(True)
             try:
@@ -270,10 +270,13 @@ def _plan(host: HostClient, session_id: str) -> None:
 
 def said(command: Callable[[], object]) -> None:
     """Run a command of the TUI that prints what the same ``maka`` command prints; its refusal
-    is printed as that command prints it, and the chat goes on."""
+    (or the host's: a database it cannot reach) is printed as that command prints it, and the
+    chat goes on."""
+    from app.host.host_client import HostRefusal
+
     try:
         command()
-    except CliError as error:
+    except (CliError, HostRefusal) as error:
         say_error(error.code, error.message)
 
 
@@ -459,7 +462,24 @@ def _turn(
     except CliError as refused:
         say_error(refused.code, refused.message)
         return session_id
+    say_turn_failed(end.status, end.failure_class, end.message)
     return str(end.session_id)
+
+
+def say_turn_failed(status: str, failure_class: str | None, message: str | None) -> None:
+    """A turn that ended ``failed`` (its store went away mid-call, say), in the words ``maka
+    run`` uses: its class and what to check (a call started with no outcome recorded). The
+    TUI said only the transcript's line, with no class and no way on. A completed or
+    cancelled turn says its own ending in the transcript."""
+    if str(status) != "failed":
+        return
+    print(
+        "maka: the turn ended failed"
+        + (f" ({failure_class})" if failure_class else "")
+        + (f": {message}" if message else ""),
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _resume(
