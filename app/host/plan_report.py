@@ -722,8 +722,9 @@ def _continue_elsewhere_words(lease: LeaseHolder) -> list[str]:
         ]
     return [
         f"  But host {lease.holder} holds this session's lease now: maka resume with this data "
-        "folder is refused until it gives the session up or its lease runs out; resume there "
-        "(its data folder, or its desktop window)."
+        "folder is refused until it gives the session up or its lease runs out (a running "
+        "host keeps it: stop that host for the lease to run out); resume there (its data "
+        "folder, or its desktop window)."
     ]
 
 

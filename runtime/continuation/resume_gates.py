@@ -227,7 +227,8 @@ def held_elsewhere_words(session_id: str, holder: str) -> str:
     return (
         f"session {session_id} is held by another host, {holder}: it runs or keeps the "
         "session, or it stopped and its lease has not run out yet; run the command with that "
-        "host's data folder, or once its lease has run out"
+        "host's data folder, or stop that host (a running host keeps the sessions it holds: "
+        "their leases run out only once it stops) and run it again once the lease has run out"
     )
 
 

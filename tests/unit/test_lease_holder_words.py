@@ -32,6 +32,8 @@ def test_a_live_process_or_another_computer_is_another_host() -> None:
     ):
         words = held_elsewhere_words("s1", holder)
         assert "is held by another host" in words, (holder, words)
+        # A running host keeps its sessions' leases: waiting alone never frees one.
+        assert "or stop that host" in words, words
 
 
 class _Leased:
