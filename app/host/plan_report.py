@@ -270,6 +270,15 @@ def park_lines(
         elif reason is ParkReason.SESSION_BUSY and _holder_gone(plan):
             # Not "running right now": the process that held it is gone (named below).
             sentence = "This session's lease is still held by a Maka process that is gone."
+        elif reason is ParkReason.WORKSPACE_CHECKPOINT_MISSING and any(
+            d.detail.get("keptElsewhere") for d in plan.diagnostics
+        ):
+            # Not "gone or damaged": on a shared ledger another host keeps it (said below).
+            severity = Severity.WARN
+            sentence = (
+                "The snapshot of the folder taken at the stop is not in this data folder: "
+                "another host keeps it."
+            )
         lines.append(f"  [{severity}] {reason.value}: {sentence}")
     for diagnostic in plan.diagnostics:
         if diagnostic.code in leave_out:

@@ -242,6 +242,12 @@ def workspace_gate(  # noqa: C901
                     "checkpointRef": ref,
                     "commitId": checkpoint.get("commitId"),
                     **({"damagedAside": True} if evidence and evidence.damaged_note else {}),
+                    # (a shared ledger: another host's data folder may keep it)
+                    **(
+                        {"keptElsewhere": True}
+                        if evidence and evidence.missing_note and not evidence.damaged_note
+                        else {}
+                    ),
                 },
             )
         ]

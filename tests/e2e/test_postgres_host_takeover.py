@@ -227,6 +227,18 @@ def test_with_snapshots_on_the_other_host_verifies_the_folder_by_its_tree(
     assert _runs(postgres_url) == expected, log.read_text() if log.exists() else ""
     assert (work / "one.txt").read_text() == "x\n"  # the command ran once, on host A
     assert not (work / ".maka-workspace.json").exists()  # the marker stays in .maka/
+    if edited:
+        # The park's headline said the snapshot was "gone or damaged", an error: it is in
+        # host A's data folder, as the diagnostic below it says.
+        with psycopg.connect(postgres_url) as conn:
+            row = conn.execute("SELECT session_id FROM sessions").fetchone()
+        assert row is not None
+        said = maka(["plan", str(row[0])], tmp_path / "b", env=common).stdout
+        assert (
+            "[warn] workspace_checkpoint_missing: The snapshot of the folder taken at the stop "
+            "is not in this data folder: another host keeps it." in said
+        ), said
+        assert "gone or damaged" not in said, said
 
 
 def test_a_plan_right_after_a_host_died_names_the_lease_not_a_quarantine(
