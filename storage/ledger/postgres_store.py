@@ -501,8 +501,13 @@ class PostgresLedgerStore(SqliteLedgerStore):
         finally:
             self._lock.release()
 
+    last_renewal_empty = False
+    """The last renewal held no lease, so it asked the server nothing (the heartbeat does not
+    say the leases were "renewed again" then)."""
+
     def _renew_locked(self) -> Sequence[str]:
         held = dict(self._fence.held)
+        self.last_renewal_empty = not held
         if not held:
             return []
         with self._lease_write() as tx:

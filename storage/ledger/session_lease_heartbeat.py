@@ -77,7 +77,19 @@ class SessionLeaseHeartbeat:
             self._streak += 1
             _log.exception("renewing the session leases failed")
             return ()
-        if self._streak:
+        # (a store that held no lease asked the server nothing: ``last_renewal_empty``)
+        if self._streak and getattr(self._store, "last_renewal_empty", False):
+            # Nothing was renewed, nor was the server asked: the leases whose renewal failed
+            # were given up since (the turn ended). "Renewed again" was said while the server
+            # was still down.
+            _log.warning(
+                "no session lease is held now, so none was renewed (the %d failed renewal(s) "
+                "were of leases given up since)",
+                self._streak,
+            )
+            self._streak = 0
+            self._told.clear()
+        elif self._streak:
             # The sessions whose leases ran out meanwhile are named: "renewed again" alone hid
             # that this host no longer holds them (another host may have taken them over).
             _log.warning(

@@ -46,6 +46,34 @@ def test_each_cause_of_an_outage_is_logged_once(
     assert heartbeat.failures == 5 and script == []
 
 
+def test_leases_given_up_during_an_outage_are_not_said_to_be_renewed(
+    data_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A renewal failed (the server down) while a turn held its session's lease; the turn
+    ended and gave it up; the next beat, holding none, asked the server nothing, and the log
+    said "session leases renewed again" while the server was still down."""
+    script: list[str | None] = [ENDED, None]
+
+    with open_store(data_dir) as store:
+
+        def renew() -> Sequence[str]:
+            cause = script.pop(0)
+            if cause is not None:
+                raise StoreRefusal(StoreCode.STORE_IO_FAILED, cause)
+            # (the turn ended meanwhile and gave its lease up: nothing held, nothing asked)
+            monkeypatch.setattr(store, "last_renewal_empty", True, raising=False)
+            return []
+
+        monkeypatch.setattr(store, "renew_session_leases", renew)
+        heartbeat = SessionLeaseHeartbeat(store, ttl_s=3, margin_s=1, on_lost=lambda lost: None)
+        with caplog.at_level(logging.WARNING, logger="maka.store"):
+            heartbeat.beat()
+            heartbeat.beat()
+    told = [record.getMessage() for record in caplog.records]
+    assert not any("renewed again" in line for line in told), told
+    assert "no session lease is held now, so none was renewed" in told[-1], told
+
+
 def test_a_failed_renewal_is_retried_soon_not_at_the_next_interval(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
