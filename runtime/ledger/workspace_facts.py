@@ -293,9 +293,13 @@ def baseline_notice(baseline: Mapping[str, Any]) -> str:
     if more:
         lines.append(f"- and {more} more")
     said = changed_count_words([str(item["path"]) for item in changed], more)
+    # Since the last snapshot, not "outside your view": the snapshot was out of date (why the
+    # user was asked), so a call of the model's own after it may have made some of these
+    # changes; a file its finished command wrote was told to it as changed by someone else.
     return (
-        f"Note from the host: while this session was stopped, {said} in the folder "
-        "changed outside your view:\n"
+        f"Note from the host: {said} in the folder changed since the last snapshot of it, "
+        "taken before this session stopped. Your own calls after that snapshot may have made "
+        "some of these changes; the others were made outside your view:\n"
         + "\n".join(lines)
         + "\nThe user chose to continue with the files as they are now. Re-read these files "
         "before you rely on what you saw of them earlier."

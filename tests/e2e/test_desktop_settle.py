@@ -279,4 +279,4 @@ def test_with_snapshots_on_the_card_says_it_takes_the_folder_and_one_answer_resu
     )
     assert desk.count() == 1  # never re-run
     history = json.dumps(desk.requests()[-1]["history"])
-    assert "count.txt" in history and "changed outside your view" in history
+    assert "count.txt" in history and "changed since the last snapshot" in history

@@ -83,7 +83,7 @@ def test_settled_ran_takes_the_folder_and_resume_continues_without_rerunning(
     [request] = drill.requests()
     notices = [item for item in request["history"] if "count.txt" in json.dumps(item)]
     assert notices, request["history"]
-    assert any("changed outside your view" in json.dumps(item) for item in notices)
+    assert any("changed since the last snapshot" in json.dumps(item) for item in notices)
 
 
 def test_settle_json_names_the_changed_files(tmp_path: Path) -> None:
@@ -206,7 +206,7 @@ def test_a_branch_after_a_settled_call_takes_the_answer_with_its_result(tmp_path
     assert "b1" in history and "go on" in history, history
     # The answer took the folder as it was (count.txt added): the copy holds that folder, and
     # the model is told what changed, as the source's next turn is.
-    assert "changed outside your view" in history and "count.txt" in history, history
+    assert "changed since the last snapshot" in history and "count.txt" in history, history
     assert (drill.work / "count.txt").read_text() == "once\n"  # nothing ran again
     assert (copy / "count.txt").read_text() == "once\n"
 

@@ -124,8 +124,9 @@ def test_rebaseline_continues_with_the_current_files_and_tells_the_model(tmp_pat
     ]
     assert first[0] == {"type": "user", "text": "count once"}
     assert first[-1]["text"] == (
-        "Note from the host: while this session was stopped, 3 files in the folder changed "
-        "outside your view:\n"
+        "Note from the host: 3 files in the folder changed since the last snapshot of it, "
+        "taken before this session stopped. Your own calls after that snapshot may have made "
+        "some of these changes; the others were made outside your view:\n"
         "- b.txt (deleted)\n- count.txt (modified)\n- new.txt (added)\n"
         "The user chose to continue with the files as they are now. Re-read these files "
         "before you rely on what you saw of them earlier."

@@ -20,7 +20,7 @@ def test_a_decision_is_offered_only_when_the_files_alone_stand_in_the_way() -> N
 def test_the_notice_lists_the_first_fifty_paths_then_a_count() -> None:
     changed = [{"path": f"f{i:03}.txt", "change": "modified"} for i in range(50)]
     text = baseline_notice({"changedPaths": changed, "moreChangedPaths": 7, "compared": True})
-    assert text.startswith("Note from the host: while this session was stopped, 57 files")
+    assert text.startswith("Note from the host: 57 files in the folder changed since the last")
     assert "- f000.txt (modified)" in text and "- f049.txt (modified)" in text
     assert "- and 7 more" in text
     assert text.endswith("before you rely on what you saw of them earlier.")
