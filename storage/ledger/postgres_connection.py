@@ -47,7 +47,9 @@ from psycopg import errors as pg_errors
 from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 
+from runtime.ledger.codes import StoreCode
 from runtime.ledger.database_url import MASK, url_secrets
+from runtime.ledger.store_ports import StoreRefusal
 
 _log = logging.getLogger("maka.store")
 
@@ -452,6 +454,25 @@ def _raw_connection(
         raise translated from None
 
 
+def _refuse_without_schema(raw: psycopg.Connection[Any]) -> None:
+    """A ``search_path`` (the URL's ``options``) that names no schema of the database: every
+    table Maka reads or makes would have nowhere to be. ``maka sessions`` said "no sessions
+    yet", then the first run failed with the server's own words about ``CREATE TABLE``."""
+    try:
+        row = raw.execute("SELECT current_schema(), current_setting('search_path')").fetchone()
+    except psycopg.Error as error:
+        raw.close()
+        raise as_sqlite_error(error) from None
+    if row is not None and row[0] is None:
+        raw.close()
+        raise StoreRefusal(
+            StoreCode.DATABASE_URL_INVALID,
+            f"the connection's search_path ({str(row[1])[:200]}) names no schema that exists "
+            "in that database: create that schema, or name one that does (or none, for "
+            "public) in the URL's options",
+        )
+
+
 def connect(
     url: str,
     *,
@@ -469,6 +490,7 @@ def connect(
         call_timeout_ms=call_timeout_ms,
         server_timeout_ms=server_timeout_ms,
     )
+    _refuse_without_schema(raw)
     return PostgresConnection(
         raw,
         url,

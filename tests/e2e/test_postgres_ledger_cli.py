@@ -383,3 +383,33 @@ def test_a_ledger_the_user_may_not_read_is_refused_not_read_as_empty(
         )
     listed = maka(["sessions", "--json"], tmp_path / "owner", env=owner)
     assert listed.returncode == 0 and len(json.loads(listed.stdout)["sessions"]) == 1
+
+
+def test_a_search_path_naming_no_schema_is_refused_with_a_code(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """A URL whose ``options`` set a ``search_path`` no schema of the database has: ``maka
+    sessions`` said "no sessions yet", then the first run failed with the server's words
+    ("no schema has been selected to create in ... CREATE TABLE meta"), and doctor said
+    ``store_not_found``. Each says ``database_url_invalid``, naming the search_path, and
+    nothing is made anywhere."""
+    joiner = "&" if "?" in postgres_url else "?"
+    url = f"{postgres_url}{joiner}options=-csearch_path%3Dnope"
+    work = tmp_path / "work"
+    work.mkdir()
+    for args in (
+        ["sessions"],
+        ["run", "--cwd", str(work), "--permission-mode", "auto", "hi"],
+        ["doctor"],
+    ):
+        result = maka(args, tmp_path / "data", env={"MAKA_DATABASE_URL": url})
+        text = result.stdout + result.stderr
+        assert result.returncode != 0, (args, text)
+        assert "[database_url_invalid]" in text or "database_url_invalid" in text, (args, text)
+        assert "search_path (nope) names no schema that exists" in text, (args, text)
+        assert "Traceback" not in text and "CREATE TABLE" not in text, (args, text)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        made = conn.execute(
+            "SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = 'nope'"
+        ).fetchone()
+    assert made is not None and made[0] == 0
