@@ -9,8 +9,9 @@ Two cases, both decided by the bridge's connection state:
 - ``rejected`` after having been connected: a newer start of Maka owns the data directory and
   refused this window. The window says so and closes itself after a few seconds; when that
   start has no window of its own (``maka host`` in a terminal), the window says so instead and
-  offers **Open a new window** (the start it makes asks that host for one), closing once the
-  start it made has ended.
+  offers **Open a new window** (the start it makes asks that host for one, or is the desktop
+  itself when that host has stopped since), closing once that start has ended, or a few seconds
+  after it began.
 
 A start made from here is watched: when it ends while this window still stands (it was refused,
 another process owning the data folder, and said why in its own message), the panel says so and
@@ -37,6 +38,7 @@ from renderer.tinted_panel import TintedPanel
 RESTART_ARGV_ENV = "MAKA_RESTART_ARGV"
 SUPERSEDED_CLOSE_MS = 5000
 STARTED_CHECK_MS = 500
+OPENED_CLOSE_MS = 5000
 
 log = logging.getLogger("maka.renderer.host_lost")
 
@@ -118,6 +120,7 @@ class HostLostPanel(TintedPanel):
 
     def show_lost(self) -> None:
         self._windowless = False
+        self.restart_button.setText(_tr("Restart Maka"))
         self.title_label.setText(_tr("Maka stopped unexpectedly."))
         self.body_label.setText(
             _tr(
@@ -175,6 +178,10 @@ class HostLostPanel(TintedPanel):
             self.body_label.setText(_tr("Starting Maka again… this window closes when it is up."))
         self._started_pid = int(pid)
         self._started_check.start()
+        if self._windowless:
+            # The start opens its window (through the host, or as the desktop itself when
+            # the host has stopped since, and then it never ends): this one closes anyway.
+            QTimer.singleShot(OPENED_CLOSE_MS, self, self.opened_elsewhere.emit)
         self.restarted.emit()
         return True
 
@@ -186,7 +193,7 @@ class HostLostPanel(TintedPanel):
             return
         self._started_check.stop()
         if self._windowless:
-            self.opened_elsewhere.emit()
+            self.opened_elsewhere.emit()  # (said once: the window closes)
             return
         self.show_lost()
         self.body_label.setText(

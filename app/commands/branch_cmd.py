@@ -197,11 +197,16 @@ def _print_made(
         else f"{source}, the source's folder, is not there"
     )
     print(f"its folder: {shown_name(copy_folder)} ({what}); {left}")
-    # (as the desktop's branch dialog says before it makes one)
+    # (as the desktop's branch dialog says before it makes one; from where only while the
+    # source's folder is there)
     print(
         "The copy leaves out paths Git ignores (.gitignore files, .git/info/exclude, your "
-        "excludes file) unless your Git tracks them, and files over 50 MiB, as snapshots do; "
-        f"copy any it needs (a .env, say) from {source}."
+        "excludes file) unless your Git tracks them, and files over 50 MiB, as snapshots do"
+        + (
+            f"; copy any it needs (a .env, say) from {source}."
+            if os.path.isdir(source_cwd)
+            else "."
+        )
     )
     from app.host.copy_note import copy_repository_note
 

@@ -160,8 +160,9 @@ def _report(
     elif folder and "workspace_identity_mismatch" in codes:
         # Nor is a folder not shown to be the session's: its marker comes first.
         folder = [
-            "  The folder is not shown to be the session's (its workspace marker is not the "
-            "session's), so it was not taken as the new starting point: if it is the session's "
+            "  The folder is not shown to be the session's (its workspace marker is missing, or "
+            "is not the session's), so it was not taken as the new starting point: if it is the "
+            "session's "
             "folder and git clean -fdx deleted its marker, "
             f"{maka_command(f'sessions relocate {args.session} FOLDER')}, with this same folder, "
             "gives the marker back first."

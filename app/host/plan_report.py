@@ -270,6 +270,14 @@ def park_lines(
         elif reason is ParkReason.SESSION_BUSY and _holder_gone(plan):
             # Not "running right now": the process that held it is gone (named below).
             sentence = "This session's lease is still held by a Maka process that is gone."
+        elif reason is ParkReason.WORKSPACE_IDENTITY_MISMATCH and any(
+            d.detail.get("markerMissing") for d in plan.diagnostics
+        ):
+            # Not "not the same workspace": nothing says which workspace it is (said below).
+            sentence = (
+                "This folder has no workspace marker, so it cannot be shown to be the "
+                "workspace the session ran in."
+            )
         elif reason is ParkReason.WORKSPACE_CHECKPOINT_MISSING and any(
             d.detail.get("keptElsewhere") for d in plan.diagnostics
         ):

@@ -2323,11 +2323,10 @@ _PATTERN_SPECIAL = re.compile(rb"([\\*?\[\]!# ])")
 
 def _unignore(target: Path, names: list[bytes]) -> None:
     """Append to the clone's ``info/exclude`` a rule naming each of ``names`` again (``!/name``,
-    its special characters escaped); a name holding a line break cannot be named and is left."""
+    its special characters escaped; a line break, which a rule cannot hold, matched by ``?``)."""
     rules = [
-        b"!/" + _PATTERN_SPECIAL.sub(rb"\\\1", raw)
+        b"!/" + _PATTERN_SPECIAL.sub(rb"\\\1", raw).replace(b"\n", b"?").replace(b"\r", b"?")
         for raw in names
-        if b"\n" not in raw and b"\r" not in raw
     ]
     if not rules:
         return

@@ -323,6 +323,14 @@ def test_a_place_is_refused_before_anything_is_captured_or_copied(tmp_path: Path
     assert "Traceback" not in "".join(r["stderr"] for r in (nested, itself, full, long_name, gone))
     sessions = json.loads(maka(["sessions", "--json"], src.data).stdout)["sessions"]
     assert len(sessions) == 3
+    # From its snapshot, with the source's folder gone: what the copy leaves out is said, but
+    # not "copy it from" a folder just said not to be there.
+    after = tmp_path / "after-move"
+    made_after = maka(["branch", session, "--at", point, "--to", str(after)], src.data, env=src.env)
+    assert made_after.returncode == 0, made_after.stderr
+    assert "the source's folder, is not there" in made_after.stdout, made_after.stdout
+    assert "The copy leaves out paths Git ignores" in made_after.stdout, made_after.stdout
+    assert "copy any it needs" not in made_after.stdout, made_after.stdout
 
 
 def test_the_listed_points_line_up_and_show_what_a_message_hides(tmp_path: Path) -> None:

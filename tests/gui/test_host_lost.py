@@ -189,6 +189,34 @@ def test_a_window_refused_by_a_host_without_a_window_offers_a_new_one(
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
 
 
+def test_a_new_window_that_never_ends_its_start_still_closes_the_old_one(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``maka host`` that refused the window stopped before Open a new window was pressed:
+    the start it made became the desktop itself, which never ends, and the old window stayed,
+    "Opening a new window… this one closes then", its button greyed, for good. It closes a few
+    seconds after the start all the same; a panel back to "stopped" says Restart Maka again."""
+    import subprocess
+
+    from renderer import host_lost_panel
+
+    monkeypatch.setattr(main_window_module, "SUPERSEDED_CLOSE_MS", 200)
+    monkeypatch.setattr(host_lost_panel, "OPENED_CLOSE_MS", 300)
+    sleeper = (sys.executable, "-c", "import time; time.sleep(30)")
+    window, bridge = _running_window(qtbot, restart=sleeper)
+    bridge._set_connection_state(ConnectionState.HOST_LOST)
+    bridge._rejected_by_windowless = True
+    bridge._set_connection_state(ConnectionState.REJECTED)
+    panel = window.host_lost
+    panel.restart_button.click()
+    try:
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=10_000)
+    finally:
+        subprocess.run(["kill", "-9", str(panel._started_pid)], check=False)
+    panel.show_lost()
+    assert panel.restart_button.text() == "Restart Maka"
+
+
 def test_without_a_restart_command_the_button_says_where_to_start(qtbot: QtBot) -> None:
     window, bridge = _running_window(qtbot)
     bridge._set_connection_state(ConnectionState.HOST_LOST)

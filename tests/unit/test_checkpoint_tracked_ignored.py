@@ -39,8 +39,8 @@ def _repository(folder: Path, *, attributes: str = "") -> None:
 
 def _names(store: GitCheckpointStore, tree: str) -> list[str]:
     git_dir = str(store.git_dir(WS))
-    listed = user_git(Path("/"), "--git-dir", git_dir, "ls-tree", "-r", "--name-only", tree)
-    return [name for name in listed.splitlines() if not name.startswith(".maka")]
+    listed = user_git(Path("/"), "--git-dir", git_dir, "ls-tree", "-r", "-z", "--name-only", tree)
+    return [name for name in listed.split("\0") if name and not name.startswith(".maka")]
 
 
 def _listed(git_dir: str, tree: str) -> str:
@@ -292,8 +292,8 @@ def test_every_look_at_the_folder_sees_a_file_force_added_since_the_last_capture
 
 @pytest.mark.parametrize(
     "names",
-    [["feat.txt"], ["a b*[1]?.txt", "#x!.txt "]],
-    ids=["plain", "special-characters"],
+    [["feat.txt"], ["a b*[1]?.txt", "#x!.txt "], ["new\nline.txt", "cr\rx.txt"]],
+    ids=["plain", "special-characters", "line-breaks"],
 )
 def test_a_file_the_rules_came_to_ignore_after_the_snapshot_is_not_staged_in_the_copy(
     tmp_path: Path, names: list[str]
