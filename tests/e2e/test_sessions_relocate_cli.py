@@ -439,6 +439,8 @@ def test_a_marker_git_clean_deleted_is_given_back_and_the_session_resumes(tmp_pa
     text = maka(["plan", session], drill.data, env={**drill.env, **FLAG}).stdout
     assert f"maka sessions relocate {session} FOLDER, with this same folder" in text
     assert "Its workspace marker was deleted?" in text and "made anew" not in text, text
+    assert "This folder has no workspace marker, so it cannot be shown to be the" in text, text
+    assert "not the same workspace" not in text, text
     resumed = maka(["resume", session, "--json"], drill.data, env={**drill.env, **FLAG})
     assert resumed.returncode == 3, resumed.stdout
     assert not (drill.work / MARKER_DIR).exists(), "nor does a resume that parks"
