@@ -822,12 +822,15 @@ class SettleFolderNote(WireModel):
     """What answering a writing call's card also does (docs/design/workspace.md section 3): the
     folder as it is now becomes the new starting point. ``compared``: there is a snapshot to
     compare it with; ``changed_paths``: the first paths changed since it, ``more_changed`` the
-    rest; ``unreadable``: the folder cannot be read now (the answer is recorded all the same)."""
+    rest; ``unreadable``: the folder cannot be read now (the answer is recorded all the same);
+    ``not_its_workspace``: with ``unreadable``, the folder is readable but not shown to be the
+    session's (its marker missing, as after ``git clean -fdx``, or naming another workspace)."""
 
     compared: bool = True
     changed_paths: Annotated[list[Short], Field(max_length=10)] = []
     more_changed: Annotated[int, Field(ge=0)] = 0
     unreadable: bool = False
+    not_its_workspace: bool = False
 
 
 class ToolCardItem(WireModel):

@@ -46,6 +46,15 @@ def question_text() -> str:
 def folder_note_text(note: SettleFolderNote) -> str:
     """What answering also does to the folder (docs/design/workspace.md section 3), said before
     the user answers: the folder as it is now becomes the new starting point."""
+    if note.unreadable and note.not_its_workspace:
+        # (readable: its marker is what is missing, or another workspace's)
+        return _tr(
+            "Your answer would not take the folder as the new starting point: it is not shown "
+            "to be the session's (its workspace marker is missing, as after git clean -fdx, or "
+            "names another workspace). Your answer is recorded all the same; if this is the "
+            "session's folder, Session › Locate folder… with this same folder gives the marker "
+            "back."
+        )
     if note.unreadable:
         return _tr(
             "Your answer would also take the folder as it is now as the new starting point, "

@@ -127,6 +127,7 @@ def folder_note(preview: SettleBaseline) -> SettleFolderNote:
         changed_paths=[path[:500] for path in paths[:FOLDER_NOTE_PATHS]],
         more_changed=max(0, len(paths) - FOLDER_NOTE_PATHS),
         unreadable=preview.problem is not None,
+        not_its_workspace=(preview.problem or "").startswith("workspace_identity_mismatch"),
     )
 
 

@@ -251,12 +251,31 @@ def test_a_writing_call_says_before_the_answer_that_it_takes_the_folder_as_it_is
             "4 files changed since the last snapshot: a.txt and 3 more.",
         ),
         (bc.SettleFolderNote(unreadable=True), "your answer is recorded all the same"),
+        # A readable folder whose marker git clean -fdx deleted: not "cannot be read now".
+        (
+            bc.SettleFolderNote(unreadable=True, not_its_workspace=True),
+            "it is not shown to be the session's (its workspace marker is missing",
+        ),
     ],
 )
 def test_the_folder_note_words(qtbot: QtBot, note: bc.SettleFolderNote, said: str) -> None:
     card = _card_of(qtbot, UNKNOWN.model_copy(update={"settle_folder": note}))
     assert card.settle_panel is not None
     assert said in card.settle_panel.folder_label.text()
+
+
+def test_the_host_tells_a_folder_not_shown_to_be_the_sessions_from_one_it_cannot_read() -> None:
+    from app.host.settle_folder import folder_note
+    from renderer.settle_panel import folder_note_text
+    from runtime.ledger.checkpoint_ports import SettleBaseline
+
+    missing = folder_note(
+        SettleBaseline(None, problem="workspace_identity_mismatch: ... (its marker is missing)")
+    )
+    assert missing.unreadable and missing.not_its_workspace
+    unreadable = folder_note(SettleBaseline(None, problem="checkpoint_git_failed: git is gone"))
+    assert unreadable.unreadable and not unreadable.not_its_workspace
+    assert "cannot be read now" not in folder_note_text(missing)
 
 
 def test_a_card_without_a_folder_note_says_nothing_of_the_folder(qtbot: QtBot) -> None:
