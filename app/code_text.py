@@ -131,8 +131,9 @@ PARK_REASONS: dict[str, CodeRecord] = _records(
         "workspace_folder_missing": (
             _W,
             "The session's folder is no longer there; it was moved, deleted or replaced by a file.",
-            "If you moved the folder, choose Locate folder… and pick its new place; if you "
-            "deleted it, choose Remove session.",
+            "If you moved the folder, choose Locate folder… and pick its new place. If you "
+            "deleted it, View › Timeline's Continue from here… makes a new folder from a "
+            "snapshot of a point and carries the session on there; or choose Remove session.",
         ),
         "tool_catalog_mismatch": (
             _W,
@@ -786,7 +787,8 @@ FAILURES: dict[str, CodeRecord] = _records(
         ),
         "workspace_identity_differs": (
             _W,
-            "That folder is a different workspace, so the session was not moved there.",
+            "That folder cannot be shown to be the session's workspace (it has no workspace "
+            "marker, or another workspace's), so the session was not moved there.",
         ),
         "startup_recovery_failed": (
             _E,

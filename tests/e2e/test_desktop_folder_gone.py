@@ -117,6 +117,9 @@ def test_a_moved_folder_is_located_by_its_marker_and_the_session_resumes_there(
     assert banner.title_label.text() == "The session's folder is missing."
     assert str(tmp_path / "work") in banner.reason_labels[0].text(), "the folder is named"
     assert "Error" not in banner.body_label.text() + banner.details_label.text()
+    # Deleted by mistake: a branch from a snapshot is offered before removing the session.
+    said = banner.body_label.text() + banner.details_label.text()
+    assert "Continue from here… makes a new folder from a snapshot" in said, said
     assert banner.action_button.text().replace("&", "") == "Locate folder…"
     assert banner.remove_button.isVisible()
 
@@ -129,7 +132,7 @@ def test_a_moved_folder_is_located_by_its_marker_and_the_session_resumes_there(
     QTest.mouseClick(banner.action_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: bool(problems), timeout=WAIT_MS)
     assert problems[0][0] == "The folder was not accepted"
-    assert "different workspace" in problems[0][1]
+    assert "cannot be shown to be the session's workspace" in problems[0][1]
     assert list(other.iterdir()) == [], "the marker is read, never created"
     assert banner.folder_missing, "still parked: nothing changed"
 

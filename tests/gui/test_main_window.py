@@ -470,7 +470,7 @@ def test_locate_folder_waits_for_its_own_answer_and_a_refusal_leaves_the_park_as
     refusal = bc.ErrorPush(code="workspace_identity_differs", message="another workspace")
     bridge.session_change_refused.emit("s1", "relocate", refusal)
     assert problems == [("The folder was not accepted", problems[0][1])]
-    assert "different workspace" in problems[0][1]
+    assert "cannot be shown to be the session's workspace" in problems[0][1]
     assert banner.folder_missing, "still parked: nothing changed"
 
     actions.choose_folder = lambda _missing: "/w/found"
