@@ -1243,6 +1243,9 @@ class BranchOptionsListedPush(_Message):
     omitted_earlier: Annotated[int, Field(ge=0)] = 0
     # The session's runs not ended (running): their points are listed once they end.
     runs_running: Annotated[tuple[Id, ...], Field(max_length=64)] = ()
+    # The session's folder is not there (deleted, moved): a copy is the point's files alone,
+    # never a clone of a repository that is gone.
+    folder_gone: bool = False
 
 
 class BranchMadePush(_Message):

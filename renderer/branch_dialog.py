@@ -198,7 +198,14 @@ class BranchDialog(QDialog):
             "Default: a new folder beside yours (beside the Git repository your folder "
             "is in, when it is inside one)."
         )
-        if self.current_files:
+        if self._listed.folder_gone and not self.current_files:
+            what = _tr(
+                "Your folder is not there any more, so the copy is the files of that point "
+                "alone: not a Git repository, even if your folder was one. Paths your "
+                ".gitignore ignores and files over 50 MiB are not in snapshots, so they are "
+                "not in the copy."
+            )
+        elif self.current_files:
             what = _tr(
                 "If your folder is a Git repository, the copy is a clone of it with your "
                 "current files on top. Paths your .gitignore ignores and files over 50 MiB "

@@ -10,6 +10,7 @@ folder, which can take seconds.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -123,6 +124,7 @@ def options_push(
         cwd=source.cwd,
         default_folder=str(default_branch_path(source.cwd)),
         snapshots_on=checkpoints is not None,
+        folder_gone=not os.path.isdir(source.cwd),
         options=tuple(items),
         omitted_earlier=omitted,
         runs_running=tuple(

@@ -115,6 +115,14 @@ def test_a_session_is_branched_from_the_window(
     written = listed.options[1]
     assert written.tool_call_id == "w1" and written.label == "result of write_file"
     assert written.snapshot_kept and written.branchable
+    assert listed.folder_gone is False
+    # The folder moved away: the dialog must not promise a clone of a repository that is gone.
+    work.rename(tmp_path / "away")
+    try:
+        gone = _ask(client, qtbot, BranchOptionsRequest(session_id=source, correlation_id="g"))
+        assert isinstance(gone, BranchOptionsListedPush) and gone.folder_gone is True
+    finally:
+        (tmp_path / "away").rename(work)
 
     inside = _ask(
         client,

@@ -161,6 +161,25 @@ def test_without_a_snapshot_the_dialog_offers_the_current_files(qtbot: QtBot) ->
     assert bridge.calls_to("create_branch") == [("s1", "e-result", None, True)]
 
 
+def test_a_branch_of_a_deleted_folder_does_not_promise_a_clone(qtbot: QtBot) -> None:
+    """The session's folder deleted (a Git repository): the dialog said the copy would be a
+    clone of it, and the copy came without ``.git``. It says the copy is the point's files
+    alone; with the folder there it still says what a clone is."""
+    window, bridge = _window(qtbot)
+    window.transcript.continue_from("e-call")
+    bridge.branch_options_listed.emit(_listed().model_copy(update={"folder_gone": True}))
+    dialog = window.branch_flow.dialog
+    assert dialog is not None
+    said = dialog.folder_note.text()
+    assert "Your folder is not there any more" in said, said
+    assert "not a Git repository" in said and "is a clone of it" not in said, said
+    dialog.reject()
+    window.transcript.continue_from("e-call")
+    bridge.branch_options_listed.emit(_listed())
+    there = window.branch_flow.dialog
+    assert there is not None and "is a clone of it" in there.folder_note.text()
+
+
 def test_a_refusal_is_shown_with_its_code_and_sentence(qtbot: QtBot) -> None:
     window, bridge = _window(qtbot)
     window.transcript.continue_from("e-ask")
