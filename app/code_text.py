@@ -93,7 +93,8 @@ PARK_REASONS: dict[str, CodeRecord] = _records(
             "side effect.",
             "Check the files that tool call may have changed, then send a new message to carry "
             "on, or say on its card below whether it ran (It ran / It did not run): Safe resume "
-            "then checks again by itself, as Try again does.",
+            "then checks again by itself, as Try again does,"
+            " and offers Safe resume if nothing else stands in the way.",
         ),
         "pending_permission": (
             _W,

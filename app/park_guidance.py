@@ -268,7 +268,8 @@ WRITE_NOT_DONE_NEXT_STEP = (
 WRITE_NOT_DONE_CONFIRM_STEP = (
     "Check the file that write was to change, then send a new message to carry on, or confirm "
     "on its card below that the write did not happen (Confirm: it did not run): Safe resume "
-    "then checks again by itself, as Try again does."
+    "then checks again by itself, as Try again does,"
+    " and offers Safe resume if nothing else stands in the way."
 )
 _UNSETTLED_CALL_CODES = frozenset(
     {"pending_tool_result", "tool_not_dispatched", "tool_recovery_parked"}

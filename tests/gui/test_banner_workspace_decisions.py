@@ -372,8 +372,9 @@ def test_changed_files_with_another_reason_are_listed_under_their_own_reason(
     assert body == (
         "Check the files that tool call may have changed, then send a new message to carry on, "
         "or say on its card below whether it ran (It ran / It did not run): Safe resume then "
-        "checks again by itself, as Try again does. After that, the files in the folder "
-        "still need your decision on how to continue with them."
+        "checks again by itself, as Try again does,"
+        " and offers Safe resume if nothing else stands in the way. After that, the files in "
+        "the folder still need your decision on how to continue with them."
     )
     assert not banner.decisions_row.isVisible()
     assert banner.action_button.text() == "Try again"
@@ -413,7 +414,8 @@ def test_an_answer_that_takes_the_folder_promises_no_decision_about_the_files(
     body = banner.body_label.text()
     assert "still need your decision" not in body
     assert body.endswith(
-        "Safe resume then checks again by itself, as Try again does. Your answer also takes the "
+        "Safe resume then checks again by itself, as Try again does,"
+        " and offers Safe resume if nothing else stands in the way. Your answer also takes the "
         "folder as it is now as the new starting point, so the files need no other decision."
     )
     assert not banner.decisions_row.isVisible()
@@ -450,7 +452,8 @@ def test_a_write_that_did_not_happen_beside_changed_files_names_the_cards_answer
     assert banner.body_label.text() == (
         "Check the file that write was to change, then send a new message to carry on, or "
         "confirm on its card below that the write did not happen (Confirm: it did not run): "
-        "Safe resume then checks again by itself, as Try again does. Your answer also takes "
+        "Safe resume then checks again by itself, as Try again does,"
+        " and offers Safe resume if nothing else stands in the way. Your answer also takes "
         "the folder as it is now as the new starting point, so the files need no other "
         "decision."
     )
