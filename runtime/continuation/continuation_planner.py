@@ -407,8 +407,13 @@ def _blocked_plan(
         said.append(finding.diagnostic)
     if pending:
         reasons.insert(0, ParkReason.BACKGROUND_OPERATION_PENDING)
-    if any(r in WORKSPACE_DECISION_REASONS for r in reasons) and _answers_take_folder(
-        lineage, replay
+    # (not a folder that is not shown to be the session's, or not there: an answer then
+    # records no starting point, as ``maka settle`` says, and the files still need a decision)
+    foreign = {ParkReason.WORKSPACE_IDENTITY_MISMATCH, ParkReason.WORKSPACE_FOLDER_MISSING}
+    if (
+        any(r in WORKSPACE_DECISION_REASONS for r in reasons)
+        and foreign.isdisjoint(reasons)
+        and _answers_take_folder(lineage, replay)
     ):
         # Named after the call when there is one (the timeline pins the note to its row).
         call = replay.issues[0] if len(replay.issues) == 1 else None

@@ -499,6 +499,9 @@ def test_another_folder_at_the_sessions_place_is_never_its_starting_point(tmp_pa
     (drill.work / "other.txt").write_text("another project\n")
     looked = maka(["plan", session, "--json"], drill.data, env={**drill.env, **FLAG})
     assert "workspace_identity_mismatch" in json.loads(looked.stdout)["rejectionReasons"]
+    # An answer takes no folder not shown to be the session's: the plan does not say it would
+    # (the window said "so the files need no other decision", and they did).
+    assert "workspace_settle_takes_folder" not in looked.stdout, looked.stdout
     settled = maka(["settle", session, "c1", "--not-run"], drill.data, env={**drill.env, **FLAG})
     assert settled.returncode == 0, settled.stderr
     assert "so it was not taken as the new starting point" in settled.stdout, settled.stdout
