@@ -71,11 +71,39 @@ class _Terminal:
     def type(self, text: str) -> None:
         os.write(self.fd, text.encode())
 
+    def wait_exit(self, timeout: float = 30) -> int:
+        """Wait for the command to end by itself, reading what it writes; its exit code."""
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.pid = 0  # (reaped: ``close`` only closes the terminal)
+                return os.waitstatus_to_exitcode(status)
+            assert time.monotonic() < deadline, self.seen
+            self.read(0.2)
+
     def close(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
         os.close(self.fd)
+
+    @classmethod
+    def napping_tui(cls, tmp_path: Path) -> _Terminal:
+        """``maka tui`` whose first turn runs ``sleep 2`` (then says "slept") and whose second
+        answers "second answer"."""
+        work = tmp_path / "work"
+        work.mkdir()
+        nap = {"id": "c1", "name": "bash", "args": {"command": "sleep 2"}}
+        turns: list[list[dict[str, Any]]] = [
+            [{"toolCalls": [nap]}, {"text": "slept"}],
+            [{"text": "second answer"}],
+        ]
+        script = scripted_env(write_script(tmp_path / "script.json", turns))
+        return cls.maka(
+            tmp_path / "data", script, "tui", "--cwd", str(work), "--permission-mode", "auto"
+        )
 
 
 def test_a_y_typed_while_a_command_runs_does_not_answer_the_next_question(
@@ -155,22 +183,7 @@ def test_a_message_typed_during_a_turn_is_shown_at_the_prompt_that_takes_it(
     """``maka tui``: a message typed while a turn ran is sent once the turn ends, at the next
     ``you>``; it was not shown there, so its turn's output ran on along the prompt's line
     (``you> [offline demo] calling list_dir.``)."""
-    work = tmp_path / "work"
-    work.mkdir()
-    nap = {"id": "c1", "name": "bash", "args": {"command": "sleep 2"}}
-    turns: list[list[dict[str, Any]]] = [
-        [{"toolCalls": [nap]}, {"text": "slept"}],
-        [{"text": "second answer"}],
-    ]
-    terminal = _Terminal.maka(
-        tmp_path / "data",
-        scripted_env(write_script(tmp_path / "script.json", turns)),
-        "tui",
-        "--cwd",
-        str(work),
-        "--permission-mode",
-        "auto",
-    )
+    terminal = _Terminal.napping_tui(tmp_path)
     try:
         terminal.wait_for("you> ")
         terminal.type("nap\n")
@@ -312,16 +325,9 @@ def test_ctrl_d_at_a_question_denies_it_and_the_chat_goes_on(tmp_path: Path) -> 
         terminal.wait_for("still here")
         terminal.wait_for("you> ")
         terminal.type("\x04")
-        deadline = time.monotonic() + 30
-        while os.waitpid(terminal.pid, os.WNOHANG) == (0, 0):
-            assert time.monotonic() < deadline, terminal.seen
-            terminal.read(0.2)
-        terminal.pid = 0  # (reaped)
+        terminal.wait_exit()
     finally:
-        if terminal.pid:
-            terminal.close()
-        else:
-            os.close(terminal.fd)
+        terminal.close()
     assert not (work / "d.txt").exists()
 
 
@@ -329,22 +335,7 @@ def test_a_y_typed_while_a_command_runs_with_no_question_is_not_sent(tmp_path: P
     """A "y" typed during a turn (the habit of answering) with no question coming was sent
     to the model as the next message; a model reads a bare "yes" as consent to what it
     proposed. It is named and not sent; typed again at the prompt, it is."""
-    work = tmp_path / "work"
-    work.mkdir()
-    nap = {"id": "c1", "name": "bash", "args": {"command": "sleep 2"}}
-    turns: list[list[dict[str, Any]]] = [
-        [{"toolCalls": [nap]}, {"text": "slept"}],
-        [{"text": "second answer"}],
-    ]
-    terminal = _Terminal.maka(
-        tmp_path / "data",
-        scripted_env(write_script(tmp_path / "script.json", turns)),
-        "tui",
-        "--cwd",
-        str(work),
-        "--permission-mode",
-        "auto",
-    )
+    terminal = _Terminal.napping_tui(tmp_path)
     try:
         terminal.wait_for("you> ")
         terminal.type("nap\n")
@@ -396,13 +387,8 @@ def test_a_ctrl_c_that_comes_as_the_turn_ends_does_not_leave_the_chat(
         terminal.wait_for("again")
         time.sleep(2)  # (long after the turn's end: Ctrl+C leaves)
         terminal.type("\x03")
-        _, status = os.waitpid(terminal.pid, 0)
-        terminal.pid = -1
-        assert os.waitstatus_to_exitcode(status) == 0, terminal.seen
+        assert terminal.wait_exit() == 0, terminal.seen
     finally:
-        if terminal.pid > 0:
-            terminal.close()
-        else:
-            os.close(terminal.fd)
+        terminal.close()
         if host is not None:
             host.stop()
