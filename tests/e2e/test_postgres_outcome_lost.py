@@ -38,6 +38,23 @@ def _dispatched(url: str) -> bool:
     return row is not None and row[0] == 1 and spawned is not None and spawned[0] >= 1
 
 
+def stop_the_server_once_dispatched(
+    cluster: Any, url: str, process: subprocess.Popen[str]
+) -> threading.Timer:
+    """Once the command's call is dispatched (and its process recorded), stop the server and
+    start it again a moment later (the returned timer, to join): the call's outcome (T2)
+    meets the stopped server, and the run's ending is committed once the store reconnects."""
+    deadline = time.monotonic() + 60
+    while not _dispatched(url):
+        assert process.poll() is None, "the command ended before its call was dispatched"
+        assert time.monotonic() < deadline, "the call was never dispatched"
+        time.sleep(0.1)
+    cluster.stop_server()
+    back = threading.Timer(1.0, cluster.start_server)
+    back.start()
+    return back
+
+
 def test_a_call_whose_outcome_the_stopped_server_refused_is_named(
     tmp_path: Path, postgres_cluster: Any, postgres_url: str
 ) -> None:
@@ -58,16 +75,8 @@ def test_a_call_whose_outcome_the_stopped_server_refused_is_named(
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not _dispatched(postgres_url):
-            assert process.poll() is None, process.communicate()
-            assert time.monotonic() < deadline, "the call was never dispatched"
-            time.sleep(0.1)
-        # Back a moment later: the T2 met the stopped server, the run's ending is committed
-        # once the store reconnects (so the turn ends tool_boundary_failed, not on an error).
-        postgres_cluster.stop_server()
-        back = threading.Timer(1.0, postgres_cluster.start_server)
-        back.start()
+        # (so the turn ends tool_boundary_failed, not on an error)
+        back = stop_the_server_once_dispatched(postgres_cluster, postgres_url, process)
         try:
             out, err = process.communicate(timeout=120)
         finally:

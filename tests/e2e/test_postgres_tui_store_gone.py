@@ -11,14 +11,13 @@ The real ``maka``, a real PostgreSQL server stopped and started by the test."""
 from __future__ import annotations
 
 import functools
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.test_postgres_outcome_lost import _dispatched
+from tests.e2e.test_postgres_outcome_lost import stop_the_server_once_dispatched
 from tests.e2e.test_run_through_host import Streaming
 from tests.helpers.maka_process import start_main
 from tests.helpers.maka_run import scripted_env, write_script
@@ -50,14 +49,7 @@ def test_a_tui_says_how_the_turn_ended_and_goes_on_while_the_server_is_down(
     chat = Streaming(["tui", "--cwd", str(work), "--permission-mode", "auto"], data, env)
     try:
         _say(chat, "go")
-        deadline = time.monotonic() + 60
-        while not _dispatched(postgres_url):
-            assert chat.process.poll() is None, chat.text()
-            assert time.monotonic() < deadline, "the call was never dispatched"
-            time.sleep(0.1)
-        postgres_cluster.stop_server()
-        back = threading.Timer(1.0, postgres_cluster.start_server)
-        back.start()
+        back = stop_the_server_once_dispatched(postgres_cluster, postgres_url, chat.process)
         try:
             chat.wait_for(lambda: "(tool_boundary_failed)" in "".join(chat.err), 120)
         finally:
