@@ -280,10 +280,15 @@ def turn_ended(
     if status == "completed":
         note_step_limit(SimpleNamespace(stop_reason=stop_reason, message=message), session_id)
         return EXIT_OK
-    print(
+    print(turn_ended_words(status, failure_class, message), file=sys.stderr)
+    return EXIT_ERROR
+
+
+def turn_ended_words(status: str, failure_class: str | None, message: str | None) -> str:
+    """How a turn that did not complete ended, as a terminal says it (``maka run``, and the
+    TUI of a turn that failed)."""
+    return (
         f"maka: the turn ended {status}"
         + (f" ({failure_class})" if failure_class else "")
-        + (f": {message}" if message else ""),
-        file=sys.stderr,
+        + (f": {message}" if message else "")
     )
-    return EXIT_ERROR

@@ -471,15 +471,11 @@ def say_turn_failed(status: str, failure_class: str | None, message: str | None)
     run`` uses: its class and what to check (a call started with no outcome recorded). The
     TUI said only the transcript's line, with no class and no way on. A completed or
     cancelled turn says its own ending in the transcript."""
+    from app.commands.run_cmd import turn_ended_words
+
     if str(status) != "failed":
         return
-    print(
-        "maka: the turn ended failed"
-        + (f" ({failure_class})" if failure_class else "")
-        + (f": {message}" if message else ""),
-        file=sys.stderr,
-        flush=True,
-    )
+    print(turn_ended_words("failed", failure_class, message), file=sys.stderr, flush=True)
 
 
 def _resume(
