@@ -87,15 +87,18 @@ def checkpoint_evidence(
         if not boundary.files and workspace == observation.workspace_identity:
             seen = tree.tree_id if tree is not None else _observed(carrier, observation)
             if seen == tree_id and carrier.has_tree(workspace, tree_id):
+                damaged, moved = _damage(carrier, workspace, tree_id)
                 return CheckpointEvidence(
                     True,
                     (),
                     missing_note=note,
-                    damaged_note=_damaged_aside(carrier, workspace, tree_id),
+                    damaged_note=damaged,
+                    damaged_moved=moved,
                     by_tree_id=True,
                 )
+        damaged, moved = _damage(carrier, workspace, tree_id)
         return CheckpointEvidence(
-            False, missing_note=note, damaged_note=_damaged_aside(carrier, workspace, tree_id)
+            False, missing_note=note, damaged_note=damaged, damaged_moved=moved
         )
     if workspace != observation.workspace_identity:
         # The identity gate parks (a marker deleted and made anew, another folder): the folder
@@ -465,29 +468,31 @@ def abandoned_restores(
 
 def uncompared_damage(
     carrier: CheckpointCarrier | None, events: Sequence[RuntimeEvent]
-) -> str | None:
+) -> tuple[str | None, bool]:
     """Why the run's newest snapshot cannot be compared with, when a check found it damaged
-    and moved its objects aside (``_damaged_aside``); None otherwise."""
+    and moved its objects aside, or Git cannot read some, and whether objects were moved
+    (``_damage``); ``(None, False)`` otherwise."""
     checkpoint = boundary_checkpoint(events).checkpoint
     if carrier is None or checkpoint is None:
-        return None
-    return _damaged_aside(carrier, str(checkpoint["workspaceIdentity"]), str(checkpoint["treeId"]))
+        return None, False
+    return _damage(carrier, str(checkpoint["workspaceIdentity"]), str(checkpoint["treeId"]))
 
 
-def _damaged_aside(carrier: CheckpointCarrier, workspace: str, tree_id: str) -> str | None:
-    """When the snapshot is damaged rather than lost, that in words: a check found objects of
-    it damaged and moved them aside (kept; a capture writes them again only from a folder that
-    still holds those bytes), or Git cannot read the stored bytes of some (a damaged file or
-    pack entry of the store). None when neither, or it cannot be told."""
+def _damage(carrier: CheckpointCarrier, workspace: str, tree_id: str) -> tuple[str | None, bool]:
+    """When the snapshot is damaged rather than lost, that in words, and whether a check moved
+    some of its objects aside: a check found objects of it damaged and moved them aside (kept;
+    a capture writes them again only from a folder that still holds those bytes), or Git cannot
+    read the stored bytes of some (a damaged file or pack entry of the store). ``(None,
+    False)`` when neither, or it cannot be told."""
     find = getattr(carrier, "damaged_aside", None)
     if find is None:
-        return None
+        return None, False
     try:
         found = find(workspace, [tree_id]).get(tree_id)
     except CheckpointError:
-        return None
+        return None, False
     if not found:
-        return None
+        return None, False
     moved = [item for item in found if item.moved_to]
     told = []
     if moved:
@@ -503,4 +508,4 @@ def _damaged_aside(carrier: CheckpointCarrier, workspace: str, tree_id: str) -> 
             f"damaged, not lost: Git cannot read the stored bytes of {unreadable} of its "
             f"objects, which {maka_command('doctor')} names"
         )
-    return "; ".join(told)
+    return "; ".join(told), bool(moved)

@@ -125,7 +125,8 @@ class _PlanCall:
     lineage_events: list[RuntimeEvent] | None = None
     # A rebaseline is offered and there is no snapshot to compare the current files with.
     rebaseline_uncompared: bool = False
-    uncompared_damage: str | None = None  # why: a check found the last snapshot damaged
+    # why: a check found the last snapshot damaged; whether it moved objects of it aside
+    uncompared_damage: tuple[str | None, bool] = (None, False)
     # A rebaseline is offered and the observation's capture of the folder was refused for what
     # it holds (its code and message): the rebaseline will go on without a snapshot.
     rebaseline_uncaptured: tuple[str, str] | None = None
@@ -320,7 +321,7 @@ class ResumeService:
                 )
             )
         if call.rebaseline_uncompared:
-            damage = call.uncompared_damage
+            damage, moved = call.uncompared_damage
             left.append(
                 PlanDiagnostic(
                     DiagnosticCode.WORKSPACE_REBASELINE_UNCOMPARED.value,
@@ -332,7 +333,7 @@ class ResumeService:
                     + (f" (the last one is not whole: {damage})" if damage else "")
                     + ": continuing with them tells the model that files may have changed, not "
                     "which",
-                    detail={"damagedAside": True} if damage else {},
+                    detail={"damagedAside": True} if moved else {},
                 )
             )
         if call.rebaseline_uncaptured is not None:

@@ -78,6 +78,9 @@ class CheckpointEvidence:
     # Why a snapshot is not whole here when a check found it damaged and moved its objects
     # aside (kept: a capture of a folder still holding those bytes writes them again).
     damaged_note: str | None = None
+    # With ``damaged_note``: objects of it were moved aside by a check (else Git cannot read
+    # some where they are, and nothing was moved).
+    damaged_moved: bool = False
     # True: the snapshot's objects are not here, but the folder's tree, captured now, is the
     # very tree the snapshot recorded (Git names a tree by its content: the same paths, bytes,
     # modes and permission record), so nothing changed; ``snapshot_present`` is then True.
@@ -241,7 +244,7 @@ def workspace_gate(  # noqa: C901
                 {
                     "checkpointRef": ref,
                     "commitId": checkpoint.get("commitId"),
-                    **({"damagedAside": True} if evidence and evidence.damaged_note else {}),
+                    **({"damagedAside": True} if evidence and evidence.damaged_moved else {}),
                     # (a shared ledger: another host's data folder may keep it)
                     **(
                         {"keptElsewhere": True}

@@ -168,6 +168,7 @@ def test_a_plan_says_the_stop_s_snapshot_is_damaged_when_git_cannot_read_it(
     assert "Git cannot read the stored bytes of 1 of its objects" in said, said
     assert "gone from the checkpoint store" not in said, said
     assert "moved" not in said, said
+    assert "damagedAside" not in said, said  # (what makes --restore-to say "moved aside")
     text = maka(
         ["plan", header.session_id], data, env={"MAKA_RUNTIME_SAFE_BOUNDARY_RESUME": "1"}
     ).stdout
